@@ -1,0 +1,66 @@
+"""Any local `AutoModelForMaskedLM` checkpoint (BERT/ModernBERT, or LLaDA/Dream via remote code).
+
+Generic Hugging Face encoders have no prefix-isolated attention, so the cache is
+the tokenised prefix and each step runs prefix and block together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .native import pad_prefixes
+from .protocol import PrefixInput
+from .vocabulary import Vocabulary
+
+
+@dataclass
+class TokenPrefixCache:
+    """Padded prefix ids (B, T) and their real lengths (B,)."""
+
+    ids: torch.Tensor
+    lengths: torch.Tensor
+
+    def select(self, rows: Sequence[int]) -> TokenPrefixCache:
+        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.ids.device)
+        return TokenPrefixCache(self.ids.index_select(0, index), self.lengths.index_select(0, index))
+
+
+class HFMaskedLMBackend:
+    """Drives a Hugging Face masked LM loaded from a local folder (never downloaded)."""
+
+    def __init__(self, path: str | Path, device: str = "cpu", trust_remote_code: bool = False):
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        folder = str(path)
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=trust_remote_code)
+        model = AutoModelForMaskedLM.from_pretrained(folder, local_files_only=True, trust_remote_code=trust_remote_code)
+        self.model = model.to(device).eval()
+        self.vocab = Vocabulary.from_tokenizer(tokenizer)
+        self.device = torch.device(device)
+        self.name = f"hf:{Path(folder).name}"
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
+
+    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:
+        ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
+        return TokenPrefixCache(ids, mask.sum(dim=1))
+
+    def block_logits(self, cache: TokenPrefixCache, block_ids: torch.Tensor, block_slots: torch.Tensor) -> torch.Tensor:
+        batch, block_len = block_ids.shape
+        width = int(cache.lengths.max()) + block_len
+        ids = torch.full((batch, width), self.vocab.pad_id, dtype=torch.long, device=self.device)
+        mask = torch.zeros((batch, width), dtype=torch.long, device=self.device)
+        rows = torch.arange(batch, device=self.device)[:, None]
+        starts = cache.lengths[:, None] + torch.arange(block_len, device=self.device)[None, :]  # (B, L)
+        for i in range(batch):
+            n = int(cache.lengths[i])
+            ids[i, :n] = cache.ids[i, :n]
+            mask[i, :n] = 1
+        ids[rows, starts] = block_ids.to(self.device)
+        mask[rows, starts] = (block_slots.to(self.device) > 0).long()
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
+        return logits[rows, starts]

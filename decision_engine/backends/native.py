@@ -1,0 +1,66 @@
+"""The bundled block-diffusion model behind the denoiser's model interface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from ..model.loader import base_model_dir, from_base, load_checkpoint
+from ..model.transformer import BlockDiffusionModel, PrefixState
+from .protocol import PrefixInput
+from .vocabulary import Vocabulary
+
+UNTRAINED_NAME = "minilm-l6-block-diffusion-untrained"
+
+
+def base_tokenizer():
+    """The WordPiece tokenizer shipped with the base encoder package (loaded offline)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(base_model_dir()), local_files_only=True)
+
+
+def pad_prefixes(prefixes: Sequence[PrefixInput], pad_id: int, device) -> tuple[torch.Tensor, ...]:
+    """Right-padded (ids, slots, mask), each (B, T)."""
+    width = max(len(p.token_ids) for p in prefixes)
+    ids = torch.full((len(prefixes), width), pad_id, dtype=torch.long)
+    slots = torch.zeros((len(prefixes), width), dtype=torch.long)
+    mask = torch.zeros((len(prefixes), width), dtype=torch.bool)
+    for i, p in enumerate(prefixes):
+        n = len(p.token_ids)
+        ids[i, :n] = torch.tensor(p.token_ids)
+        slots[i, :n] = torch.tensor(p.slot_ids)
+        mask[i, :n] = True
+    return ids.to(device), slots.to(device), mask.to(device)
+
+
+class NativeBackend:
+    """Runs `BlockDiffusionModel` with a real per-layer prefix KV cache."""
+
+    def __init__(self, model: BlockDiffusionModel, vocab: Vocabulary, name: str, device: str = "cpu"):
+        self.model = model.to(device).eval()
+        self.vocab = vocab
+        self.name = name
+        self.device = torch.device(device)
+        self.max_positions = model.cfg.max_positions
+
+    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
+        ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
+        with torch.inference_mode():
+            return self.model.encode_prefix(ids, slots, mask)
+
+    def block_logits(self, cache: PrefixState, block_ids: torch.Tensor, block_slots: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            hidden = self.model.block_hidden(cache, block_ids.to(self.device), block_slots.to(self.device))
+            return self.model.logits(hidden)
+
+
+def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
+    """A checkpoint folder, or (path None) the base encoder with an untrained head."""
+    vocab = Vocabulary.from_tokenizer(base_tokenizer())
+    if path is None:
+        return NativeBackend(from_base(), vocab, UNTRAINED_NAME, device)
+    model, meta = load_checkpoint(path, device)
+    return NativeBackend(model, vocab, meta.get("name", path.name), device)

@@ -1,0 +1,50 @@
+"""The small interface between the denoiser and a model.
+
+A model encodes each prefix (document context and questions) once into a cache,
+then returns logits for the answer block given that cache and the block's
+current tokens, as many times as the denoiser needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from .vocabulary import Vocabulary
+
+
+@dataclass(frozen=True)
+class PrefixInput:
+    """Prefix token ids, and per token the 1-based question it belongs to (0: document or special)."""
+
+    token_ids: list[int]
+    slot_ids: list[int]
+
+
+class PrefixCache(Protocol):
+    """Whatever a model keeps from encoding a batch of prefixes."""
+
+    def select(self, rows: Sequence[int]) -> PrefixCache:
+        """The cache of a subset of the batch, in the given order."""
+
+
+class DenoisingModel(Protocol):
+    """A model that fills masked answer positions."""
+
+    name: str
+    vocab: Vocabulary
+    max_positions: int  # prefix plus answer block must fit in this many positions
+
+    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixCache:
+        """Encode prefixes once; the cache is reused by every denoising step."""
+
+    def block_logits(
+        self,
+        cache: PrefixCache,
+        block_ids: torch.Tensor,  # (B, L) current block tokens, mask id where still masked
+        block_slots: torch.Tensor,  # (B, L) 1-based slot index per position, 0 on padding
+    ) -> torch.Tensor:
+        """Logits (B, L, V) for every block position."""

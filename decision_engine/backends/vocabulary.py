@@ -1,0 +1,74 @@
+"""The token ids the engine needs from a tokenizer: mask, padding, digits, signs, yes/no, slot markers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class VocabularyError(ValueError):
+    """The tokenizer lacks something the answer slots need."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A tokenizer plus the special ids answer slots are built from."""
+
+    tokenizer: Any
+    size: int
+    mask_id: int
+    pad_id: int
+    cls_id: int
+    sep_id: int
+    digit_ids: tuple[int, ...]  # ids of "0" .. "9", each a single token
+    plus_id: int
+    minus_id: int
+    yes_ids: tuple[int, ...]
+    no_ids: tuple[int, ...]
+    marker_ids: tuple[tuple[int, ...], ...]  # marker_ids[k - 1] marks question k in the prefix
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> Vocabulary:
+        def single(text: str) -> int:
+            ids = tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) != 1:
+                raise VocabularyError(f"the tokenizer splits {text!r} into {len(ids)} tokens; answer slots need one")
+            return ids[0]
+
+        tokenizer.model_max_length = 1 << 30  # documents are cut by the layout, not the tokenizer
+        for name in ("mask_token_id", "pad_token_id"):
+            if getattr(tokenizer, name, None) is None:
+                raise VocabularyError(f"the tokenizer has no {name.removesuffix('_id')}")
+        cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if cls_id is None or sep_id is None:
+            raise VocabularyError("the tokenizer has neither cls/sep nor bos/eos tokens")
+        vocab = tokenizer.get_vocab()
+        markers = []
+        for k in range(1, 9):
+            unused = f"[unused{k}]"
+            if unused in vocab:
+                markers.append((vocab[unused],))
+            else:
+                markers.append(tuple(tokenizer.encode(f"question {k}:", add_special_tokens=False)))
+        return cls(
+            tokenizer=tokenizer,
+            size=len(tokenizer),
+            mask_id=tokenizer.mask_token_id,
+            pad_id=tokenizer.pad_token_id,
+            cls_id=cls_id,
+            sep_id=sep_id,
+            digit_ids=tuple(single(str(d)) for d in range(10)),
+            plus_id=single("+"),
+            minus_id=single("-"),
+            yes_ids=tuple(tokenizer.encode("yes", add_special_tokens=False)),
+            no_ids=tuple(tokenizer.encode("no", add_special_tokens=False)),
+            marker_ids=tuple(markers),
+        )
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text` without special tokens."""
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids)

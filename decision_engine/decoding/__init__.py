@@ -1,0 +1,1 @@
+"""Answer-slot layout, schema constraints and the block-diffusion denoising loop."""

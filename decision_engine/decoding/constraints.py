@@ -1,0 +1,70 @@
+"""The constraint state of one request: every slot's committed tokens plus the rules between slots.
+
+Invariant: after every commit, each slot can still be completed to a valid value,
+and some completion of all slots together satisfies every rule. A token is only
+offered to the model at a position when committing it keeps that invariant.
+"""
+
+from __future__ import annotations
+
+from ..rules import RuleSet
+from ..types import Value
+from .slot_space import SlotSpace
+
+
+class GroupConstraints:
+    """Committed tokens and allowed tokens for the slots of one request."""
+
+    def __init__(self, spaces: list[SlotSpace], rules: RuleSet):
+        self.spaces = spaces
+        self.rules = rules
+        self.patterns: list[list[int | None]] = [[None] * s.length for s in spaces]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        reachable = [s.reachable(p) for s, p in zip(self.spaces, self.patterns)]
+        self.supported = self.rules.supported(reachable)
+        if any(not classes for classes in self.supported):
+            raise AssertionError("constraint state lost every valid completion")
+        self._allowed: list[list[list[int] | None] | None] = [None] * len(self.spaces)
+
+    def allowed(self, slot: int) -> list[list[int] | None]:
+        """Per position of `slot`: allowed token ids, or None once committed."""
+        cached = self._allowed[slot]
+        if cached is None:
+            cached = self.spaces[slot].allowed(self.patterns[slot], self.supported[slot])
+            self._allowed[slot] = cached
+        return cached
+
+    def is_open(self, slot: int, position: int) -> bool:
+        return self.patterns[slot][position] is None
+
+    def slot_done(self, slot: int) -> bool:
+        return all(t is not None for t in self.patterns[slot])
+
+    def commit(self, slot: int, position: int, token: int) -> bool:
+        """Fix one position; False (and nothing changes) when the token is no longer allowed."""
+        options = self.allowed(slot)[position]
+        if options is None or token not in options:
+            return False
+        self.patterns[slot][position] = token
+        self._refresh()
+        return True
+
+    def fill_forced(self) -> list[tuple[int, int, int]]:
+        """Commit every masked position that has exactly one allowed token; return (slot, position, token)."""
+        filled = []
+        progress = True
+        while progress:
+            progress = False
+            for slot in range(len(self.spaces)):
+                for position, options in enumerate(self.allowed(slot)):
+                    if options is not None and len(options) == 1:
+                        self.commit(slot, position, options[0])
+                        filled.append((slot, position, options[0]))
+                        progress = True
+                        break
+        return filled
+
+    def value(self, slot: int) -> Value:
+        return self.spaces[slot].decode(self.patterns[slot])

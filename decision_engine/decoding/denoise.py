@@ -1,0 +1,170 @@
+"""The constrained block-diffusion denoising loop.
+
+Each step runs one forward pass per open block; every masked position whose
+constrained confidence reaches the threshold is committed, or the single most
+confident one when none does (`sequential` blocks commit only their leftmost open
+position). Positions left with a single allowed token are filled without a
+forward pass, in every mode alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ..backends.protocol import DenoisingModel, PrefixInput
+from ..kernels.constrained_confidence import constrained_confidence_reference
+from .constraints import GroupConstraints
+
+
+@dataclass
+class GroupRun:
+    """The decoding state of one request."""
+
+    constraints: GroupConstraints
+    threshold: float
+    max_steps: int
+    fixed_step: list[int | None] = field(default_factory=list)  # per slot
+    log_confidence: list[float] = field(default_factory=list)  # per slot
+    block_of: list[Block] = field(default_factory=list)  # per slot
+
+    def __post_init__(self):
+        n = len(self.constraints.spaces)
+        self.fixed_step = [None] * n
+        self.log_confidence = [0.0] * n
+        self.block_of = [None] * n
+
+
+@dataclass
+class Block:
+    """One answer block: some slots of a group behind one prefix."""
+
+    group: GroupRun
+    slots: list[int]  # group slot indices, in block order
+    numbers: list[int]  # slot number (1-based) the model sees for each slot
+    prefix: PrefixInput
+    sequential: bool = False
+    steps: int = 0
+    positions: list[tuple[int, int]] = field(default_factory=list)  # (slot, position) per block position
+    last_logits: torch.Tensor | None = None
+
+    def __post_init__(self):
+        spaces = self.group.constraints.spaces
+        self.positions = [(s, p) for s in self.slots for p in range(spaces[s].length)]
+        for s in self.slots:
+            self.group.block_of[s] = self
+
+    def open_positions(self) -> list[int]:
+        c = self.group.constraints
+        return [i for i, (s, p) in enumerate(self.positions) if c.is_open(s, p)]
+
+
+def _allowed_tensor(options: Sequence[Sequence[int]]) -> torch.Tensor:
+    width = max(len(o) for o in options)
+    out = torch.full((len(options), width), -1, dtype=torch.long)
+    for i, o in enumerate(options):
+        out[i, : len(o)] = torch.tensor(o, dtype=torch.long)
+    return out
+
+
+def _best(block: Block, logits: torch.Tensor, index: int) -> tuple[float, int]:
+    slot, position = block.positions[index]
+    options = block.group.constraints.allowed(slot)[position]
+    conf, token = constrained_confidence_reference(logits[index : index + 1], _allowed_tensor([options]))
+    return float(conf[0]), int(token[0])
+
+
+def _note_done(group: GroupRun, slots: Sequence[int]) -> None:
+    for s in slots:
+        if group.fixed_step[s] is None and group.constraints.slot_done(s):
+            group.fixed_step[s] = group.block_of[s].steps
+
+
+def _commit(block: Block, index: int, token: int, confidence: float) -> None:
+    group = block.group
+    slot, position = block.positions[index]
+    if not group.constraints.commit(slot, position, token):
+        raise AssertionError("committed a token the constraints do not allow")
+    group.log_confidence[slot] += math.log(max(confidence, 1e-30))
+    forced = group.constraints.fill_forced()
+    _note_done(group, [slot, *(s for s, _, _ in forced)])
+
+
+def fill_forced(group: GroupRun) -> None:
+    """Fix positions that only one token can fill (before any forward pass)."""
+    forced = group.constraints.fill_forced()
+    _note_done(group, [s for s, _, _ in forced])
+
+
+def denoise_step(block: Block, logits: torch.Tensor) -> int:
+    """Commit positions of one block from its logits (L, V); returns how many the model chose."""
+    block.steps += 1
+    block.last_logits = logits
+    open_ = block.open_positions()
+    if block.sequential:
+        conf, token = _best(block, logits, open_[0])
+        _commit(block, open_[0], token, conf)
+        return 1
+    c = block.group.constraints
+    options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
+    conf, _ = constrained_confidence_reference(logits[open_], _allowed_tensor(options))
+    order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
+    committed = 0
+    for index in order:
+        slot, position = block.positions[index]
+        if not c.is_open(slot, position):
+            continue  # filled as forced by an earlier commit of this step
+        confidence, token = _best(block, logits, index)  # rescored: earlier commits may narrow its options
+        if committed == 0 or confidence >= block.group.threshold:
+            _commit(block, index, token, confidence)
+            committed += 1
+    return committed
+
+
+def finish_block(block: Block) -> None:
+    """Complete a block that ran out of steps from its last logits, most confident first."""
+    while open_ := block.open_positions():
+        scored = [(_best(block, block.last_logits, i), i) for i in open_]
+        (confidence, token), index = max(scored, key=lambda item: item[0][0])
+        _commit(block, index, token, confidence)
+
+
+def block_tensors(blocks: Sequence[Block], mask_id: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Current tokens (B, L) with the mask id on open positions, and 1-based slot numbers (B, L)."""
+    width = max(len(b.positions) for b in blocks)
+    ids = torch.full((len(blocks), width), pad_id, dtype=torch.long)
+    numbers = torch.zeros((len(blocks), width), dtype=torch.long)
+    for row, b in enumerate(blocks):
+        patterns = b.group.constraints.patterns
+        number_of = dict(zip(b.slots, b.numbers))
+        for i, (s, p) in enumerate(b.positions):
+            token = patterns[s][p]
+            ids[row, i] = mask_id if token is None else token
+            numbers[row, i] = number_of[s]
+    return ids, numbers
+
+
+def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
+    """Decode every block to completion; blocks of many requests share each forward pass."""
+    for group in {id(b.group): b.group for b in blocks}.values():
+        fill_forced(group)
+    live = [i for i, b in enumerate(blocks) if b.open_positions()]
+    if not live:
+        return
+    cache = model.encode_prefix([blocks[i].prefix for i in live])
+    row_of = {block_index: row for row, block_index in enumerate(live)}
+    while True:
+        active = [i for i in live if blocks[i].open_positions() and blocks[i].steps < blocks[i].group.max_steps]
+        if not active:
+            break
+        ids, numbers = block_tensors([blocks[i] for i in active], model.vocab.mask_id, model.vocab.pad_id)
+        logits = model.block_logits(cache.select([row_of[i] for i in active]), ids, numbers).float()
+        for row, i in enumerate(active):
+            if blocks[i].open_positions():  # another block of its group may have filled it
+                denoise_step(blocks[i], logits[row, : len(blocks[i].positions)])
+    for i in live:
+        if blocks[i].open_positions():
+            finish_block(blocks[i])

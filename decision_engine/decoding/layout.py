@@ -1,0 +1,52 @@
+"""Answer-slot layout: the prefix (questions, each marked with its slot index, then the document
+context) and the answer block (the concatenation of the slots, every position masked)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..backends.protocol import PrefixInput
+from ..backends.vocabulary import Vocabulary
+
+QUESTION_TOKENS = 96  # longest question text kept in the prefix
+CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
+
+
+def question_tokens(vocab: Vocabulary, texts: Sequence[str]) -> list[list[int]]:
+    return [vocab.encode(t)[:QUESTION_TOKENS] for t in texts]
+
+
+def context_budget(max_positions: int, questions: Sequence[Sequence[int]], block_len: int, cap: int | None) -> int:
+    """Tokens left for document context once questions, markers, specials and the block are placed."""
+    used = 3 + sum(len(q) + 1 for q in questions) + block_len  # [CLS] [SEP] [SEP], one marker each
+    budget = max_positions - used
+    if cap is not None:
+        budget = min(budget, cap)
+    if budget < 1:
+        raise ValueError("questions and answer slots leave no room for the document")
+    return budget
+
+
+def leading_context(vocab: Vocabulary, text: str, budget: int) -> list[int]:
+    """The first `budget` tokens of the document."""
+    return vocab.encode(text[: budget * CHARS_PER_TOKEN_BOUND])[:budget]
+
+
+def build_prefix(
+    vocab: Vocabulary,
+    numbered_questions: Sequence[tuple[int, Sequence[int]]],  # (1-based slot number, question tokens)
+    context: Sequence[int],
+) -> PrefixInput:
+    """[CLS] <marker k> question k ... [SEP] context [SEP], with each question token tagged k."""
+    ids, slots = [vocab.cls_id], [0]
+    for number, tokens in numbered_questions:
+        piece = [*vocab.marker_ids[number - 1], *tokens]
+        ids.extend(piece)
+        slots.extend([number] * len(piece))
+    ids.append(vocab.sep_id)
+    slots.append(0)
+    ids.extend(context)
+    slots.extend([0] * len(context))
+    ids.append(vocab.sep_id)
+    slots.append(0)
+    return PrefixInput(ids, slots)

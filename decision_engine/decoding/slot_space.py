@@ -1,0 +1,257 @@
+"""Which token sequences an answer slot may hold, for each schema type.
+
+A slot is a fixed number of positions. A pattern gives, per position, the committed
+token id or None while it is still masked. Every space answers two questions for a
+pattern and a set of allowed rule classes (see `decision_engine.rules`): which
+classes can the slot still end in, and which tokens may each masked position take
+so that the slot stays completable to a valid value of an allowed class.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from ..backends.vocabulary import Vocabulary
+from ..errors import RequestError
+from ..rules import SlotClasses
+from ..types import AnswerSchema, Value
+from ..values import date_bounds, kind
+
+Pattern = Sequence[int | None]
+
+
+class SlotSpace(ABC):
+    """The valid token sequences of one answer slot."""
+
+    length: int
+    classes: SlotClasses
+
+    @abstractmethod
+    def reachable(self, pattern: Pattern) -> set[int]:
+        """Classes the slot can still end in."""
+
+    @abstractmethod
+    def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        """Per position: the token ids a masked position may take (None for committed ones)."""
+
+    @abstractmethod
+    def decode(self, tokens: Sequence[int]) -> Value:
+        """The value of a complete slot."""
+
+    @abstractmethod
+    def encode(self, value: Value) -> list[int]:
+        """The token sequence of a value (what a model is trained to produce)."""
+
+
+def _matches(sequence: Sequence[int], pattern: Pattern) -> bool:
+    return all(p is None or p == s for s, p in zip(sequence, pattern))
+
+
+class ChoiceSpace(SlotSpace):
+    """Enum and boolean slots: one token sequence per choice, padded to the longest."""
+
+    def __init__(self, values: Sequence[Value], sequences: Sequence[Sequence[int]], pad_id: int, classes: SlotClasses):
+        self.values = list(values)
+        self.length = max(len(s) for s in sequences)
+        self.sequences = [tuple(s) + (pad_id,) * (self.length - len(s)) for s in sequences]
+        self.classes = classes  # class i is choice i
+
+    def reachable(self, pattern: Pattern) -> set[int]:
+        return {i for i, seq in enumerate(self.sequences) if _matches(seq, pattern)}
+
+    def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        live = [seq for i, seq in enumerate(self.sequences) if i in classes and _matches(seq, pattern)]
+        return [None if p is not None else sorted({seq[j] for seq in live}) for j, p in enumerate(pattern)]
+
+    def decode(self, tokens: Sequence[int]) -> Value:
+        return self.values[self.sequences.index(tuple(tokens))]
+
+    def encode(self, value: Value) -> list[int]:
+        for v, seq in zip(self.values, self.sequences):
+            if v == value and type(v) is type(value):
+                return list(seq)
+        raise KeyError(value)
+
+
+def _count_le(bound: int, digits: Sequence[int | None]) -> int:
+    """How many x in [0, bound] have a zero-padded decimal form matching `digits`."""
+    if bound < 0:
+        return 0
+    width = len(digits)
+    top = [int(c) for c in str(bound).zfill(width)]
+    free_after = [0] * (width + 1)
+    free_after[width] = 1
+    for i in range(width - 1, -1, -1):
+        free_after[i] = free_after[i + 1] * (10 if digits[i] is None else 1)
+    total = 0
+    for i in range(width):
+        options = range(10) if digits[i] is None else (digits[i],)
+        total += sum(free_after[i + 1] for d in options if d < top[i])
+        if digits[i] is not None and digits[i] != top[i]:
+            return total
+    return total + 1
+
+
+class IntegerSpace(SlotSpace):
+    """Integer slots: an optional sign position, then zero-padded digits."""
+
+    def __init__(self, minimum: int, maximum: int, vocab: Vocabulary, classes: SlotClasses):
+        self.minimum, self.maximum = minimum, maximum
+        self.signed = minimum < 0
+        self.width = len(str(max(abs(minimum), abs(maximum))))
+        self.length = self.width + int(self.signed)
+        self.digit_ids = vocab.digit_ids
+        self.digit_of = {t: d for d, t in enumerate(vocab.digit_ids)}
+        self.plus_id, self.minus_id = vocab.plus_id, vocab.minus_id
+        self.classes = classes
+
+    def _split(self, pattern: Pattern) -> tuple[int | None, list[int | None]]:
+        sign = pattern[0] if self.signed else self.plus_id
+        digits = [None if t is None else self.digit_of[t] for t in pattern[int(self.signed):]]
+        return sign, digits
+
+    def _count(self, pattern: Pattern) -> int:
+        sign, digits = self._split(pattern)
+        total = 0
+        if sign in (None, self.plus_id) and self.maximum >= 0:
+            low = max(self.minimum, 0)
+            total += _count_le(self.maximum, digits) - _count_le(low - 1, digits)
+        if sign in (None, self.minus_id) and self.minimum < 0:
+            low, high = max(1, -self.maximum), -self.minimum
+            total += _count_le(high, digits) - _count_le(low - 1, digits)
+        return total
+
+    def _named_matching(self, pattern: Pattern) -> list[int]:
+        return [i for i, v in enumerate(self.classes.named) if _matches(self.encode(v), pattern)]
+
+    def _live(self, pattern: Pattern, classes: set[int]) -> bool:
+        named = self._named_matching(pattern)
+        if any(i in classes for i in named):
+            return True
+        other = self.classes.other
+        return other is not None and other in classes and self._count(pattern) > len(named)
+
+    def reachable(self, pattern: Pattern) -> set[int]:
+        named = self._named_matching(pattern)
+        out = set(named)
+        if self.classes.other is not None and self._count(pattern) > len(named):
+            out.add(self.classes.other)
+        return out
+
+    def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        out: list[list[int] | None] = []
+        for j, p in enumerate(pattern):
+            if p is not None:
+                out.append(None)
+                continue
+            candidates = (self.plus_id, self.minus_id) if self.signed and j == 0 else self.digit_ids
+            trial = list(pattern)
+            ok = []
+            for token in candidates:
+                trial[j] = token
+                if self._live(trial, classes):
+                    ok.append(token)
+            out.append(sorted(ok))
+        return out
+
+    def decode(self, tokens: Sequence[int]) -> Value:
+        sign, digits = self._split(tokens)
+        magnitude = int("".join(str(d) for d in digits))
+        return -magnitude if sign == self.minus_id else magnitude
+
+    def encode(self, value: Value) -> list[int]:
+        digits = [self.digit_ids[int(c)] for c in str(abs(value)).zfill(self.width)]
+        if not self.signed:
+            return digits
+        return [self.minus_id if value < 0 else self.plus_id, *digits]
+
+
+@lru_cache(maxsize=16)
+def _date_table(low: dt.date, high: dt.date) -> np.ndarray:
+    """All dates in [low, high] as rows of 8 digits (YYYYMMDD); row i is `low` + i days."""
+    days = np.arange(np.datetime64(low), np.datetime64(high) + 1, dtype="datetime64[D]")
+    months = days.astype("datetime64[M]")
+    year = months.astype("datetime64[Y]").astype(np.int64) + 1970
+    month = months.astype(np.int64) % 12 + 1
+    day = (days - months).astype(np.int64) + 1
+    stamp = year * 10000 + month * 100 + day  # (N,) YYYYMMDD
+    scale = 10 ** np.arange(7, -1, -1, dtype=np.int64)
+    table = (stamp[:, None] // scale[None, :]) % 10
+    return table.astype(np.uint8)
+
+
+class DateSpace(SlotSpace):
+    """Date slots: eight digit positions, YYYYMMDD, only real calendar dates in range."""
+
+    length = 8
+
+    def __init__(self, low: dt.date, high: dt.date, vocab: Vocabulary, classes: SlotClasses):
+        self.table = _date_table(low, high)
+        self.low = low
+        self.digit_ids = vocab.digit_ids
+        self.digit_of = {t: d for d, t in enumerate(vocab.digit_ids)}
+        self.classes = classes
+        self.named_rows = [(dt.date.fromisoformat(v) - low).days for v in classes.named]
+
+    def _match_mask(self, pattern: Pattern) -> np.ndarray:
+        mask = np.ones(len(self.table), dtype=bool)
+        for j, t in enumerate(pattern):
+            if t is not None:
+                mask &= self.table[:, j] == self.digit_of[t]
+        return mask
+
+    def _class_mask(self, classes: set[int]) -> np.ndarray:
+        other = self.classes.other
+        mask = np.full(len(self.table), other is not None and other in classes)
+        for i, row in enumerate(self.named_rows):
+            mask[row] = i in classes
+        return mask
+
+    def reachable(self, pattern: Pattern) -> set[int]:
+        mask = self._match_mask(pattern)
+        out = {i for i, row in enumerate(self.named_rows) if mask[row]}
+        if self.classes.other is not None and mask.sum() > len(out):
+            out.add(self.classes.other)
+        return out
+
+    def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        rows = self.table[self._match_mask(pattern) & self._class_mask(classes)]
+        return [
+            None if p is not None else [self.digit_ids[d] for d in np.unique(rows[:, j])]
+            for j, p in enumerate(pattern)
+        ]
+
+    def decode(self, tokens: Sequence[int]) -> Value:
+        s = "".join(str(self.digit_of[t]) for t in tokens)
+        return f"{s[:4]}-{s[4:6]}-{s[6:]}"
+
+    def encode(self, value: Value) -> list[int]:
+        return [self.digit_ids[int(c)] for c in value.replace("-", "")]
+
+
+def build_space(schema: AnswerSchema, vocab: Vocabulary, classes: SlotClasses, field: str) -> SlotSpace:
+    """The slot space of a validated schema; `field` names the schema in errors."""
+    k = kind(schema)
+    if k == "integer":
+        return IntegerSpace(schema.minimum, schema.maximum, vocab, classes)
+    if k == "date":
+        return DateSpace(*date_bounds(schema), vocab, classes)
+    if k == "boolean":
+        return ChoiceSpace([True, False], [vocab.yes_ids, vocab.no_ids], vocab.pad_id, classes)
+    sequences = [tuple(vocab.encode(choice)) for choice in schema.enum]
+    seen: dict[tuple[int, ...], int] = {}
+    for i, seq in enumerate(sequences):
+        if not seq:
+            raise RequestError(f"{field}.enum[{i}]", "the model's tokenizer reads this choice as empty")
+        if seq in seen:
+            raise RequestError(
+                f"{field}.enum[{i}]",
+                f"{schema.enum[i]!r} and {schema.enum[seen[seq]]!r} look the same to the model's tokenizer",
+            )
+        seen[seq] = i
+    return ChoiceSpace(list(schema.enum), sequences, vocab.pad_id, classes)

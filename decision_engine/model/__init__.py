@@ -1,0 +1,1 @@
+"""The bundled block-diffusion transformer and its loader."""

@@ -1,0 +1,155 @@
+"""A BERT-shaped block-diffusion transformer with a cached prefix.
+
+Prefix tokens (document context and questions) attend bidirectionally among
+themselves and never to the answer block, so each layer's prefix keys and values
+are computed once. Answer-block tokens attend to the prefix and bidirectionally
+within the block. The output head is tied to the input embeddings. Each token
+also gets a learned embedding of the question slot it belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class BlockDiffusionConfig:
+    vocab_size: int = 30522  # BERT uncased WordPiece
+    hidden: int = 384  # model width
+    layers: int = 6
+    heads: int = 12
+    intermediate: int = 1536  # feed-forward width
+    max_positions: int = 512  # prefix + answer block
+    type_vocab: int = 2  # segment 0: prefix, 1: answer block
+    max_slots: int = 8  # questions per request; index 0 means "no slot"
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def from_name(cls, name: str) -> BlockDiffusionConfig:
+        if name not in PRESETS:
+            raise KeyError(f"unknown model preset {name!r}; known: {sorted(PRESETS)}")
+        return cls(**PRESETS[name])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS: dict[str, dict] = {
+    "minilm-l6": {},  # all-MiniLM-L6-v2 shape
+    "tiny": dict(hidden=64, layers=2, heads=4, intermediate=128),  # tests and smoke runs
+}
+
+
+@dataclass
+class PrefixState:
+    """Per-layer keys and values of a padded batch of prefixes."""
+
+    keys: list[torch.Tensor]  # each (B, H, T, D)
+    values: list[torch.Tensor]  # each (B, H, T, D)
+    mask: torch.Tensor  # (B, T) True on real tokens
+    lengths: torch.Tensor  # (B,) real prefix lengths
+
+    def select(self, rows) -> PrefixState:
+        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.mask.device)
+        return PrefixState(
+            [k.index_select(0, index) for k in self.keys],
+            [v.index_select(0, index) for v in self.values],
+            self.mask.index_select(0, index),
+            self.lengths.index_select(0, index),
+        )
+
+
+class Embeddings(nn.Module):
+    def __init__(self, cfg: BlockDiffusionConfig):
+        super().__init__()
+        self.word = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.position = nn.Embedding(cfg.max_positions, cfg.hidden)
+        self.segment = nn.Embedding(cfg.type_vocab, cfg.hidden)
+        self.slot = nn.Embedding(cfg.max_slots + 1, cfg.hidden)
+        self.norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        nn.init.zeros_(self.slot.weight)  # starts as the pretrained encoder
+
+    def forward(self, ids, positions, segment: int, slots):  # all (B, T)
+        seg = torch.full_like(ids, segment)
+        x = self.word(ids) + self.position(positions) + self.segment(seg) + self.slot(slots)
+        return self.norm(x)
+
+
+class Layer(nn.Module):
+    """Post-norm transformer layer (BERT layout)."""
+
+    def __init__(self, cfg: BlockDiffusionConfig):
+        super().__init__()
+        self.heads = cfg.heads
+        self.query = nn.Linear(cfg.hidden, cfg.hidden)
+        self.key = nn.Linear(cfg.hidden, cfg.hidden)
+        self.value = nn.Linear(cfg.hidden, cfg.hidden)
+        self.attn_out = nn.Linear(cfg.hidden, cfg.hidden)
+        self.attn_norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        self.ff_in = nn.Linear(cfg.hidden, cfg.intermediate)
+        self.ff_out = nn.Linear(cfg.intermediate, cfg.hidden)
+        self.ff_norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+
+    def split(self, x):  # (B, T, C) -> (B, H, T, D)
+        b, t, c = x.shape
+        return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+
+    def forward(self, x, keys, values, mask):
+        """x (B, T, C) attends to keys/values (B, H, S, D) where mask (B, S) is True."""
+        q = self.split(self.query(x))
+        attn = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :])
+        b, h, t, d = attn.shape
+        attn = attn.transpose(1, 2).reshape(b, t, h * d)
+        x = self.attn_norm(x + self.attn_out(attn))
+        return self.ff_norm(x + self.ff_out(F.gelu(self.ff_in(x))))
+
+
+class BlockDiffusionModel(nn.Module):
+    def __init__(self, cfg: BlockDiffusionConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = Embeddings(cfg)
+        self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))
+        self.head_transform = nn.Linear(cfg.hidden, cfg.hidden)
+        self.head_norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+
+    def encode_prefix(self, ids, slots, mask) -> PrefixState:
+        """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values."""
+        positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
+        x = self.embed(ids, positions, 0, slots)
+        keys, values = [], []
+        for layer in self.layers:
+            k, v = layer.split(layer.key(x)), layer.split(layer.value(x))
+            keys.append(k)
+            values.append(v)
+            x = layer(x, k, v, mask)
+        return PrefixState(keys, values, mask, mask.sum(dim=1))
+
+    def block_hidden(self, prefix: PrefixState, ids, slots, block_mask=None):
+        """Hidden states (B, L, C) of the answer block; ids, slots: (B, L)."""
+        if block_mask is None:
+            block_mask = slots > 0
+        offsets = torch.arange(ids.shape[1], device=ids.device)
+        positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
+        positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
+        x = self.embed(ids, positions, 1, slots)
+        mask = torch.cat([prefix.mask, block_mask], dim=1)  # (B, T + L)
+        for layer, pk, pv in zip(self.layers, prefix.keys, prefix.values):
+            k = torch.cat([pk, layer.split(layer.key(x))], dim=2)
+            v = torch.cat([pv, layer.split(layer.value(x))], dim=2)
+            x = layer(x, k, v, mask)
+        return x
+
+    def logits(self, hidden):  # (B, L, C) -> (B, L, V)
+        h = self.head_norm(F.gelu(self.head_transform(hidden)))
+        return h @ self.embed.word.weight.T + self.head_bias
+
+    def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots):
+        """Training entry: logits of the answer block, prefix encoded in the same pass."""
+        prefix = self.encode_prefix(prefix_ids, prefix_slots, prefix_mask)
+        return self.logits(self.block_hidden(prefix, block_ids, block_slots))

@@ -1,0 +1,133 @@
+"""Parsing and checking requests: every problem becomes a RequestError naming its field."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .errors import RequestError
+from .rules import RuleSet, RulesTooComplex
+from .types import MAX_QUESTIONS, DecisionRequest
+from .values import schema_problem, value_problem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits on accepted requests."""
+
+    max_document_chars: int = 1_000_000  # about 250k tokens; retrieval keeps only what fits the model
+    max_question_chars: int = 2_000
+    max_rules: int = 64
+
+
+_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+
+
+def _field_of(error: msgspec.ValidationError) -> RequestError:
+    match = _PATH.match(str(error))
+    message, path = match["msg"], (match["path"] or "").lstrip(".")
+    field = path or "request"
+    if field == "questions" and "length" in message:
+        message = f"a request holds 1 to {MAX_QUESTIONS} questions: {message}"
+    return RequestError(field, message)
+
+
+def parse_request(data: bytes | str, limits: Limits = Limits()) -> DecisionRequest:
+    """Decode and check one JSON request."""
+    try:
+        request = msgspec.json.decode(data, type=DecisionRequest)
+    except msgspec.ValidationError as error:
+        raise _field_of(error) from None
+    except msgspec.DecodeError as error:
+        raise RequestError("request", f"not valid JSON: {error}") from None
+    validate_request(request, limits)
+    return request
+
+
+def request_from_object(obj: Any, limits: Limits = Limits()) -> DecisionRequest:
+    """Convert and check an already-decoded JSON object (e.g. one line of a samples file)."""
+    try:
+        request = msgspec.convert(obj, type=DecisionRequest)
+    except msgspec.ValidationError as error:
+        raise _field_of(error) from None
+    validate_request(request, limits)
+    return request
+
+
+def validate_request(request: DecisionRequest, limits: Limits = Limits()) -> None:
+    """Raise RequestError for the first problem found in a decoded request."""
+    text = request.document.text
+    if not text.strip():
+        raise RequestError("document.text", "must not be empty")
+    if len(text) > limits.max_document_chars:
+        raise RequestError(
+            "document.text",
+            f"is {len(text)} characters; the limit is {limits.max_document_chars}",
+        )
+    seen: dict[str, int] = {}
+    for i, question in enumerate(request.questions):
+        if question.id in seen:
+            raise RequestError(f"questions[{i}].id", f"duplicate id {question.id!r} (also questions[{seen[question.id]}])")
+        seen[question.id] = i
+        if not question.text.strip():
+            raise RequestError(f"questions[{i}].text", "must not be empty")
+        if len(question.text) > limits.max_question_chars:
+            raise RequestError(
+                f"questions[{i}].text",
+                f"is {len(question.text)} characters; the limit is {limits.max_question_chars}",
+            )
+        problem = schema_problem(question.schema)
+        if problem:
+            raise RequestError(f"questions[{i}].schema.{problem[0]}", problem[1])
+    _validate_rules(request, seen, limits)
+
+
+def _validate_rules(request: DecisionRequest, index: dict[str, int], limits: Limits) -> None:
+    if len(request.rules) > limits.max_rules:
+        raise RequestError("rules", f"{len(request.rules)} rules; the limit is {limits.max_rules}")
+    for r, rule in enumerate(request.rules):
+        for side, clauses in (("if", rule.if_), ("then", rule.then)):
+            where = f"rules[{r}].{side}"
+            if not clauses:
+                raise RequestError(where, "must name at least one question")
+            for qid, values in clauses.items():
+                if qid not in index:
+                    raise RequestError(f"{where}.{qid}", f"names unknown question {qid!r}; known: {sorted(index)}")
+                if not values:
+                    raise RequestError(f"{where}.{qid}", "must list at least one value")
+                schema = request.questions[index[qid]].schema
+                for v, value in enumerate(values):
+                    problem = value_problem(schema, value)
+                    if problem:
+                        raise RequestError(f"{where}.{qid}[{v}]", f"{problem} (question {qid!r})")
+    if not request.rules:
+        return
+    core = unsatisfiable_core(request)
+    if core:
+        named = ", ".join(f"rules[{i}]" for i in core)
+        raise RequestError("rules", f"no combination of answers satisfies {named} together")
+
+
+def unsatisfiable_core(request: DecisionRequest) -> list[int]:
+    """A minimal set of rule indices that no answers can satisfy together; empty if all can hold."""
+    schemas = [q.schema for q in request.questions]
+    ids = [q.id for q in request.questions]
+
+    def satisfiable(keep: list[int]) -> bool:
+        rules = RuleSet.compile(schemas, ids, [request.rules[i] for i in keep])
+        try:
+            return rules.solve(rules.full_domains()) is not None
+        except RulesTooComplex:
+            raise RequestError("rules", "too many interlocking rules to check; simplify them") from None
+
+    keep = list(range(len(request.rules)))
+    if satisfiable(keep):
+        return []
+    for i in list(keep):
+        trial = [k for k in keep if k != i]
+        if not satisfiable(trial):
+            keep = trial
+    return keep
