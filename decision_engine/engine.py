@@ -73,7 +73,7 @@ class DecisionEngine:
         group = GroupRun(GroupConstraints(spaces, rules), options.threshold, max_steps)
         questions = question_tokens(vocab, [q.text for q in request.questions])
         try:
-            budget = context_budget(self.model.max_positions, questions, total_len, options.context_tokens)
+            budget = context_budget(vocab, self.model.max_positions, questions, total_len, options.context_tokens)
         except ValueError as error:
             raise RequestError("questions", f"{error} (the model holds {self.model.max_positions} tokens)") from None
         context = leading_context(vocab, request.document.text, budget)

@@ -23,6 +23,7 @@ class Limits:
     max_rules: int = 64
 
 
+_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
 
 
@@ -35,12 +36,33 @@ def _field_of(error: msgspec.ValidationError) -> RequestError:
     return RequestError(field, message)
 
 
+def _locate_rule_value(obj: Any, error: RequestError) -> RequestError:
+    """msgspec cannot name dict keys in paths (`rules[0].if[...]`): find the question id ourselves."""
+    match = re.fullmatch(r"rules\[(\d+)\]\.(if|then)\[\.\.\.\](.*)", error.field)
+    if not match:
+        return error
+    index, side, rest = int(match[1]), match[2], match[3]
+    try:
+        clauses = obj["rules"][index][side]
+        for qid, values in clauses.items():
+            if not isinstance(values, list) or not all(isinstance(v, (bool, int, str)) for v in values):
+                return RequestError(f"rules[{index}].{side}.{qid}{rest}", error.problem)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        pass
+    return error
+
+
 def parse_request(data: bytes | str, limits: Limits = Limits()) -> DecisionRequest:
     """Decode and check one JSON request."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RequestError("request", f"not valid UTF-8 (byte {error.start})") from None
     try:
         request = msgspec.json.decode(data, type=DecisionRequest)
     except msgspec.ValidationError as error:
-        raise _field_of(error) from None
+        raise _locate_rule_value(msgspec.json.decode(data), _field_of(error)) from None
     except msgspec.DecodeError as error:
         raise RequestError("request", f"not valid JSON: {error}") from None
     validate_request(request, limits)
@@ -52,7 +74,7 @@ def request_from_object(obj: Any, limits: Limits = Limits()) -> DecisionRequest:
     try:
         request = msgspec.convert(obj, type=DecisionRequest)
     except msgspec.ValidationError as error:
-        raise _field_of(error) from None
+        raise _locate_rule_value(obj, _field_of(error)) from None
     validate_request(request, limits)
     return request
 
@@ -72,6 +94,8 @@ def validate_request(request: DecisionRequest, limits: Limits = Limits()) -> Non
         if question.id in seen:
             raise RequestError(f"questions[{i}].id", f"duplicate id {question.id!r} (also questions[{seen[question.id]}])")
         seen[question.id] = i
+        if not _ID.fullmatch(question.id):
+            raise RequestError(f"questions[{i}].id", "must be 1 to 64 of A-Z a-z 0-9 _ . -")
         if not question.text.strip():
             raise RequestError(f"questions[{i}].text", "must not be empty")
         if len(question.text) > limits.max_question_chars:

@@ -33,9 +33,13 @@ def parse_date(text: str) -> dt.date | None:
 
 
 def date_bounds(schema: AnswerSchema) -> tuple[dt.date, dt.date]:
-    """The inclusive date range a date slot may take."""
-    low = parse_date(schema.formatMinimum) if schema.formatMinimum else DEFAULT_DATE_MIN
-    high = parse_date(schema.formatMaximum) if schema.formatMaximum else DEFAULT_DATE_MAX
+    """The inclusive date range a date slot may take; an unset bound defaults around the set one."""
+    low = parse_date(schema.formatMinimum) if schema.formatMinimum else None
+    high = parse_date(schema.formatMaximum) if schema.formatMaximum else None
+    if low is None:
+        low = DEFAULT_DATE_MIN if high is None or high >= DEFAULT_DATE_MIN else DATE_FLOOR
+    if high is None:
+        high = DEFAULT_DATE_MAX if low <= DEFAULT_DATE_MAX else DATE_CEILING
     return low, high
 
 

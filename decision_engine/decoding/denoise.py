@@ -155,13 +155,16 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
     if not live:
         return
     cache = model.encode_prefix([blocks[i].prefix for i in live])
-    row_of = {block_index: row for row, block_index in enumerate(live)}
+    cached = list(live)  # block index of each cache row
     while True:
         active = [i for i in live if blocks[i].open_positions() and blocks[i].steps < blocks[i].group.max_steps]
         if not active:
             break
+        if active != cached:  # compact the cache only when blocks finish, not every step
+            row_of = {block_index: row for row, block_index in enumerate(cached)}
+            cache, cached = cache.select([row_of[i] for i in active]), active
         ids, numbers = block_tensors([blocks[i] for i in active], model.vocab.mask_id, model.vocab.pad_id)
-        logits = model.block_logits(cache.select([row_of[i] for i in active]), ids, numbers).float()
+        logits = model.block_logits(cache, ids, numbers).float()
         for row, i in enumerate(active):
             if blocks[i].open_positions():  # another block of its group may have filled it
                 denoise_step(blocks[i], logits[row, : len(blocks[i].positions)])

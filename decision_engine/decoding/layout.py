@@ -16,9 +16,12 @@ def question_tokens(vocab: Vocabulary, texts: Sequence[str]) -> list[list[int]]:
     return [vocab.encode(t)[:QUESTION_TOKENS] for t in texts]
 
 
-def context_budget(max_positions: int, questions: Sequence[Sequence[int]], block_len: int, cap: int | None) -> int:
+def context_budget(
+    vocab: Vocabulary, max_positions: int, questions: Sequence[Sequence[int]], block_len: int, cap: int | None
+) -> int:
     """Tokens left for document context once questions, markers, specials and the block are placed."""
-    used = 3 + sum(len(q) + 1 for q in questions) + block_len  # [CLS] [SEP] [SEP], one marker each
+    markers = sum(len(vocab.marker_ids[k]) for k in range(len(questions)))
+    used = 3 + markers + sum(len(q) for q in questions) + block_len  # [CLS] [SEP] [SEP]
     budget = max_positions - used
     if cap is not None:
         budget = min(budget, cap)

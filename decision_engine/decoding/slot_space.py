@@ -221,10 +221,11 @@ class DateSpace(SlotSpace):
 
     def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
         rows = self.table[self._match_mask(pattern) & self._class_mask(classes)]
-        return [
-            None if p is not None else [self.digit_ids[d] for d in np.unique(rows[:, j])]
-            for j, p in enumerate(pattern)
-        ]
+        out: list[list[int] | None] = []
+        for j, p in enumerate(pattern):
+            present = np.bincount(rows[:, j], minlength=10) > 0 if p is None else None
+            out.append(None if p is not None else [self.digit_ids[d] for d in np.flatnonzero(present)])
+        return out
 
     def decode(self, tokens: Sequence[int]) -> Value:
         s = "".join(str(self.digit_of[t]) for t in tokens)

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..kernels.block_attention import block_attention_reference
+
 
 @dataclass
 class BlockDiffusionConfig:
@@ -99,12 +101,18 @@ class Layer(nn.Module):
         return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, x, keys, values, mask):
-        """x (B, T, C) attends to keys/values (B, H, S, D) where mask (B, S) is True."""
+        """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask (B, T)."""
         q = self.split(self.query(x))
-        attn = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :])
+        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
+
+    def block_forward(self, x, prefix_k, prefix_v, prefix_mask, block_mask):
+        """Block pass: x (B, L, C) attends to the cached prefix and bidirectionally to itself."""
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        return self.finish(x, block_attention_reference(q, prefix_k, prefix_v, prefix_mask, k, v, block_mask))
+
+    def finish(self, x, attn):  # attn (B, H, T, D) -> output (B, T, C)
         b, h, t, d = attn.shape
-        attn = attn.transpose(1, 2).reshape(b, t, h * d)
-        x = self.attn_norm(x + self.attn_out(attn))
+        x = self.attn_norm(x + self.attn_out(attn.transpose(1, 2).reshape(b, t, h * d)))
         return self.ff_norm(x + self.ff_out(F.gelu(self.ff_in(x))))
 
 
@@ -138,11 +146,8 @@ class BlockDiffusionModel(nn.Module):
         positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
         positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
         x = self.embed(ids, positions, 1, slots)
-        mask = torch.cat([prefix.mask, block_mask], dim=1)  # (B, T + L)
         for layer, pk, pv in zip(self.layers, prefix.keys, prefix.values):
-            k = torch.cat([pk, layer.split(layer.key(x))], dim=2)
-            v = torch.cat([pv, layer.split(layer.value(x))], dim=2)
-            x = layer(x, k, v, mask)
+            x = layer.block_forward(x, pk, pv, prefix.mask, block_mask)
         return x
 
     def logits(self, hidden):  # (B, L, C) -> (B, L, V)

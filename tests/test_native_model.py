@@ -1,0 +1,77 @@
+"""The bundled model's shape: cached prefix, padding that does not leak, pinned base weights."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decision_engine.backends.protocol import PrefixInput
+from decision_engine.model import loader
+from decision_engine.model.loader import ModelLoadError, load_checkpoint, random_model, save_checkpoint
+from decision_engine.model.transformer import BlockDiffusionConfig
+
+
+def _prefix(n: int, offset: int = 1000) -> PrefixInput:
+    return PrefixInput(list(range(offset, offset + n)), [0] * (n // 2) + [1] * (n - n // 2))
+
+
+def test_batched_rows_match_rows_alone(tiny_backend):
+    short, long = _prefix(7), _prefix(40, 2000)
+    block = torch.tensor([[103, 103, 5000], [103, 2000, 103]])
+    slots = torch.tensor([[1, 1, 2], [1, 2, 2]])
+    both = tiny_backend.block_logits(tiny_backend.encode_prefix([short, long]), block, slots)
+    alone = tiny_backend.block_logits(tiny_backend.encode_prefix([short]), block[:1], slots[:1])
+    assert torch.allclose(both[0], alone[0], atol=1e-4)
+    assert not torch.allclose(both[0], both[1], atol=1e-4)
+
+
+def test_block_padding_does_not_change_real_positions(tiny_backend):
+    cache = tiny_backend.encode_prefix([_prefix(12)])
+    short = tiny_backend.block_logits(cache, torch.tensor([[103, 103]]), torch.tensor([[1, 1]]))
+    padded = tiny_backend.block_logits(cache, torch.tensor([[103, 103, 0, 0]]), torch.tensor([[1, 1, 0, 0]]))
+    assert torch.allclose(short[0], padded[0, :2], atol=1e-4)
+
+
+def test_cached_prefix_equals_one_full_pass(tiny_backend):
+    """encode_prefix + block_logits (the decoding path) equals the training forward."""
+    model = tiny_backend.model
+    p = _prefix(10)
+    ids, slots, mask = torch.tensor([p.token_ids]), torch.tensor([p.slot_ids]), torch.ones(1, 10, dtype=torch.bool)
+    block, block_slots = torch.tensor([[103, 42, 103]]), torch.tensor([[1, 1, 2]])
+    with torch.no_grad():
+        full = model(ids, slots, mask, block, block_slots)
+    cached = tiny_backend.block_logits(tiny_backend.encode_prefix([p]), block, block_slots)
+    assert torch.allclose(full, cached, atol=1e-5)
+
+
+def test_slot_embedding_tells_slots_apart(tiny_backend):
+    model = random_model(BlockDiffusionConfig.from_name("tiny"), seed=3)
+    torch.nn.init.normal_(model.embed.slot.weight)
+    cache = model.encode_prefix(torch.tensor([[101, 2000, 102]]), torch.zeros(1, 3, dtype=torch.long), torch.ones(1, 3, dtype=torch.bool))
+    with torch.no_grad():
+        a = model.logits(model.block_hidden(cache, torch.tensor([[103]]), torch.tensor([[1]])))
+        b = model.logits(model.block_hidden(cache, torch.tensor([[103]]), torch.tensor([[2]])))
+    assert not torch.allclose(a, b)
+
+
+def test_checkpoint_round_trip(tmp_path, tiny_backend):
+    save_checkpoint(tiny_backend.model, tmp_path, "round-trip")
+    model, meta = load_checkpoint(tmp_path)
+    assert meta["name"] == "round-trip"
+    for (name, a), (_, b) in zip(tiny_backend.model.state_dict().items(), model.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-2), name  # saved as fp16
+
+
+def test_base_weights_load_and_are_pinned(monkeypatch):
+    model = loader.from_base()
+    assert model.cfg.hidden == 384 and model.cfg.layers == 6
+    monkeypatch.setattr(loader, "BASE_WEIGHTS_SHA256", "0" * 64)
+    with pytest.raises(ModelLoadError, match="SHA-256"):
+        loader.base_state_dict()
+
+
+def test_position_extension_keeps_the_ends():
+    weight = torch.randn(512, 8)
+    longer = loader.extend_positions(weight, 1024)
+    assert longer.shape == (1024, 8)
+    assert torch.allclose(longer[0], weight[0]) and torch.allclose(longer[-1], weight[-1])
