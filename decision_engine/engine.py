@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from .backends.protocol import DenoisingModel
 from .decoding.constraints import GroupConstraints
 from .decoding.denoise import Block, GroupRun, run_denoising
-from .decoding.layout import build_prefix, context_budget, leading_context, question_tokens
+from .decoding.layout import ContextBuilder, LeadingContext, build_prefix, context_budget, question_tokens
 from .decoding.slot_space import build_space
 from .errors import RequestError
 from .rules import RuleSet
-from .types import Answer, DecisionRequest, DecisionResponse, Mode
+from .types import Answer, DecisionRequest, DecisionResponse, Evidence, Mode
 from .validation import Limits, validate_request
 from .values import value_problem
 
@@ -30,14 +30,17 @@ class _Prepared:
     group: GroupRun
     rules: RuleSet
     blocks: list[Block]
+    evidence: list[list[Evidence]]
 
 
 class DecisionEngine:
     """Decides requests with one model; many requests can share forward passes."""
 
-    def __init__(self, model: DenoisingModel, limits: Limits = Limits()):
+    def __init__(self, model: DenoisingModel, limits: Limits = Limits(), context: ContextBuilder | None = None):
         self.model = model
         self.limits = limits
+        self.context = context or LeadingContext(model.vocab)
+        self.context_tokens = getattr(model, "context_tokens", None)  # the cap the model was trained with
 
     def decide(self, request: DecisionRequest, mode: Mode | None = None) -> DecisionResponse:
         return self.decide_batch([request], mode)[0]
@@ -45,7 +48,7 @@ class DecisionEngine:
     def decide_batch(self, requests: Sequence[DecisionRequest], mode: Mode | None = None) -> list[DecisionResponse]:
         """Decide several requests together; `mode` overrides each request's own."""
         started = time.perf_counter()
-        prepared = [self._prepare(r, mode or r.mode) for r in requests]
+        prepared = [self.prepare(r, mode or r.mode) for r in requests]
         prepared_at = time.perf_counter()
         run_denoising(self.model, [b for p in prepared for b in p.blocks])
         done_at = time.perf_counter()
@@ -57,36 +60,44 @@ class DecisionEngine:
         }
         return [self._respond(p, timings) for p in prepared]
 
-    def _prepare(self, request: DecisionRequest, mode: Mode) -> _Prepared:
+    def prepare(self, request: DecisionRequest, mode: Mode) -> _Prepared:
+        """Check a request and lay it out: slot spaces, rules, prefixes and answer blocks."""
         validate_request(request, self.limits)
         vocab = self.model.vocab
         schemas = [q.schema for q in request.questions]
-        ids = [q.id for q in request.questions]
-        rules = RuleSet.compile(schemas, ids, request.rules)
+        rules = RuleSet.compile(schemas, [q.id for q in request.questions], request.rules)
         spaces = [
             build_space(q.schema, vocab, rules.classes[i], f"questions[{i}].schema")
             for i, q in enumerate(request.questions)
         ]
         options = request.options
-        total_len = sum(s.length for s in spaces)
-        max_steps = options.max_steps or (total_len if mode != "independent" else max(s.length for s in spaces))
+        cap = options.context_tokens or self.context_tokens
+        lengths = [s.length for s in spaces]
+        max_steps = options.max_steps or (sum(lengths) if mode != "independent" else max(lengths))
         group = GroupRun(GroupConstraints(spaces, rules), options.threshold, max_steps)
-        questions = question_tokens(vocab, [q.text for q in request.questions])
-        try:
-            budget = context_budget(vocab, self.model.max_positions, questions, total_len, options.context_tokens)
-        except ValueError as error:
-            raise RequestError("questions", f"{error} (the model holds {self.model.max_positions} tokens)") from None
-        context = leading_context(vocab, request.document.text, budget)
+        texts = [q.text for q in request.questions]
+        questions = question_tokens(vocab, texts)
+        document = request.document.text
         slots = list(range(len(spaces)))
         if mode == "independent":
-            blocks = [
-                Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], context)) for s in slots
-            ]
+            blocks, evidence = [], []
+            for s in slots:
+                budget = self._budget([questions[s]], lengths[s], cap)
+                context, found = self.context(document, [texts[s]], budget)
+                blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], context)))
+                evidence.extend(found)
         else:
-            numbered = [(s + 1, questions[s]) for s in slots]
-            prefix = build_prefix(vocab, numbered, context)
+            budget = self._budget(questions, sum(lengths), cap)
+            context, evidence = self.context(document, texts, budget)
+            prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], context)
             blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
-        return _Prepared(request, mode, group, rules, blocks)
+        return _Prepared(request, mode, group, rules, blocks, evidence)
+
+    def _budget(self, questions: list[list[int]], block_len: int, cap: int | None) -> int:
+        try:
+            return context_budget(self.model.vocab, self.model.max_positions, questions, block_len, cap)
+        except ValueError as error:
+            raise RequestError("questions", f"{error} (the model holds {self.model.max_positions} tokens)") from None
 
     def _respond(self, p: _Prepared, timings: dict[str, float]) -> DecisionResponse:
         constraints = p.group.constraints
@@ -104,6 +115,7 @@ class DecisionEngine:
                 value=v,
                 confidence=round(math.exp(p.group.log_confidence[i]), 6),
                 step=p.group.fixed_step[i] or 0,
+                evidence=p.evidence[i] or None,
             )
             for i, (q, v) in enumerate(zip(p.request.questions, values))
         ]

@@ -76,7 +76,7 @@ def test_model_confident_everywhere_finishes_in_one_step(vocab):
     schemas = [TWO_DIGITS, AnswerSchema(type="string", format="date"), AnswerSchema(type="string", enum=["full", "partial", "none"])]
     gold = [42, "2024-02-29", "partial"]
     engine_probe = DecisionEngine(FakeModel(vocab, random_logits(0)))
-    prepared = engine_probe._prepare(request(schemas), "joint")
+    prepared = engine_probe.prepare(request(schemas), "joint")
     tokens = [t for space, value in zip(prepared.group.constraints.spaces, gold) for t in space.encode(value)]
     model = FakeModel(vocab, _gold_logits(vocab, tokens))
     response = DecisionEngine(model).decide(request(schemas))
@@ -136,7 +136,7 @@ def test_rule_forces_a_dependent_answer(vocab):
     schemas = [AnswerSchema(type="boolean"), AnswerSchema(type="string", enum=["full", "partial", "none"])]
     rules = [Rule(if_={"q0": [False]}, then={"q1": ["none"]})]
     engine_probe = DecisionEngine(FakeModel(vocab, random_logits(0)))
-    spaces = engine_probe._prepare(request(schemas, rules), "joint").group.constraints.spaces
+    spaces = engine_probe.prepare(request(schemas, rules), "joint").group.constraints.spaces
     # The model wants "false" and "full": the rule must turn "full" into "none".
     tokens = spaces[0].encode(False) + spaces[1].encode("full")
     model = FakeModel(vocab, _gold_logits(vocab, tokens, margin=5.0))

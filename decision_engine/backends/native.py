@@ -45,6 +45,7 @@ class NativeBackend:
         self.name = name
         self.device = torch.device(device)
         self.max_positions = model.cfg.max_positions
+        self.context_tokens: int | None = None  # document-token cap the model was trained with
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
@@ -63,4 +64,6 @@ def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     if path is None:
         return NativeBackend(from_base(), vocab, UNTRAINED_NAME, device)
     model, meta = load_checkpoint(path, device)
-    return NativeBackend(model, vocab, meta.get("name", path.name), device)
+    backend = NativeBackend(model, vocab, meta.get("name", path.name), device)
+    backend.context_tokens = meta.get("context_tokens")
+    return backend

@@ -4,9 +4,11 @@ context) and the answer block (the concatenation of the slots, every position ma
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
+from ..types import Evidence
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -30,9 +32,23 @@ def context_budget(
     return budget
 
 
-def leading_context(vocab: Vocabulary, text: str, budget: int) -> list[int]:
-    """The first `budget` tokens of the document."""
-    return vocab.encode(text[: budget * CHARS_PER_TOKEN_BOUND])[:budget]
+class ContextBuilder(Protocol):
+    """Chooses the document tokens the model sees for some questions, and each question's evidence."""
+
+    def __call__(
+        self, document: str, questions: Sequence[str], budget: int
+    ) -> tuple[list[int], list[list[Evidence]]]: ...
+
+
+class LeadingContext:
+    """The first `budget` tokens of the document; no evidence."""
+
+    def __init__(self, vocab: Vocabulary):
+        self.vocab = vocab
+
+    def __call__(self, document: str, questions: Sequence[str], budget: int) -> tuple[list[int], list[list[Evidence]]]:
+        ids = self.vocab.encode(document[: budget * CHARS_PER_TOKEN_BOUND])[:budget]
+        return ids, [[] for _ in questions]
 
 
 def build_prefix(

@@ -105,12 +105,23 @@ def random_model(cfg: BlockDiffusionConfig, seed: int = 0) -> BlockDiffusionMode
     return model.eval()
 
 
-def save_checkpoint(model: BlockDiffusionModel, folder: Path, name: str, extra: dict | None = None) -> None:
-    """Write config.json and model.safetensors (fp16) into `folder`."""
+def save_checkpoint(
+    model: BlockDiffusionModel,
+    folder: Path,
+    name: str,
+    extra: dict | None = None,
+    omit_from_base: list[str] | None = None,
+) -> None:
+    """Write config.json and model.safetensors (fp16) into `folder`.
+
+    Tensors named in `omit_from_base` were left as the base encoder had them: they are not
+    stored, and loading takes them from the pinned base package.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {"name": name, "config": model.cfg.to_dict(), **(extra or {})}
+    omit = list(omit_from_base or [])
+    meta = {"name": name, "config": model.cfg.to_dict(), "from_base": omit, **(extra or {})}
     (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
-    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items() if k not in omit}
     save_file(state, str(folder / "model.safetensors"))
 
 
@@ -124,5 +135,8 @@ def load_checkpoint(folder: Path, device: str = "cpu") -> tuple[BlockDiffusionMo
     with torch.device("meta"):
         model = BlockDiffusionModel(cfg)
     state = {k: v.float() for k, v in load_file(str(weights_path), device=device).items()}
+    if meta.get("from_base"):
+        base = base_state_dict()
+        state.update({k: base[k].to(device) for k in meta["from_base"]})
     model.load_state_dict(state, assign=True)
     return model.eval(), meta

@@ -1,0 +1,1 @@
+"""Training the block-diffusion decision model with a masked-diffusion objective."""

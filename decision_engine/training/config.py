@@ -1,0 +1,62 @@
+"""Training configurations: named presets, or a JSON file with the same fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+
+@dataclass
+class TrainConfig:
+    name: str = "cpu"
+    model: str = "minilm-l6"  # preset of BlockDiffusionConfig; "minilm-l6" starts from the base encoder
+    from_base: bool = True  # initialise from the pinned base encoder (else random)
+    max_positions: int = 512  # prefix + answer block; above 512 the base positions are interpolated
+    context_tokens: int = 320  # document tokens shown to the model (inference uses the same cap)
+    contractnli_path: str | None = None  # ContractNLI JSON; None trains on generated groups only
+    contractnli_validation_fraction: float = 0.2  # held out by document, never trained on
+    generated_groups_per_epoch: int = 2000  # fresh linked compliance groups each epoch
+    contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
+    independent_share: float = 0.25  # share of groups also trained as single-question runs
+    epochs: int = 3
+    batch_size: int = 8
+    learning_rate: float = 1e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
+    freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
+    max_minutes: float | None = None  # stop early (and save) after this much wall time
+    max_steps: int | None = None  # stop after this many optimiser steps
+    seed: int = 0
+    log_every: int = 20
+
+    @classmethod
+    def load(cls, name_or_path: str) -> TrainConfig:
+        if name_or_path in PRESETS:
+            return cls(**PRESETS[name_or_path])
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise ValueError(f"unknown config {name_or_path!r}: not a preset {sorted(PRESETS)} nor a file")
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown config fields {unknown}")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS: dict[str, dict] = {
+    # A few optimiser steps of a tiny random model on generated groups: the test suite's smoke run.
+    "smoke": dict(
+        name="smoke", model="tiny", from_base=False, generated_groups_per_epoch=16, epochs=1,
+        batch_size=4, max_steps=3, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False,
+    ),
+    # What fits a 2-core CPU in about an hour.
+    "cpu": dict(name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=60.0),
+    # The full run for a GPU.
+    "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),
+}

@@ -1,0 +1,43 @@
+"""Training examples laid out exactly as the engine lays out requests at decision time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.protocol import PrefixInput
+from ..engine import DecisionEngine
+from ..errors import RequestError
+from ..validation import request_from_object
+
+
+@dataclass(frozen=True)
+class Example:
+    """One answer block with its prefix and gold tokens."""
+
+    prefix: PrefixInput
+    gold: list[int]  # gold token per block position
+    slots: list[int]  # 1-based slot number per block position
+
+
+def examples_from_line(engine: DecisionEngine, line: dict[str, Any], mode: str) -> list[Example]:
+    """The blocks of one labelled request line (samples format) in `mode`; [] when it cannot be laid out."""
+    labels = line.get("labels") or {}
+    try:
+        request = request_from_object(line)
+        prepared = engine.prepare(request, mode)
+    except RequestError:
+        return []
+    ids = [q.id for q in request.questions]
+    if set(labels) != set(ids):
+        return []
+    spaces = prepared.group.constraints.spaces
+    out = []
+    for block in prepared.blocks:
+        gold, slots = [], []
+        for slot, number in zip(block.slots, block.numbers):
+            tokens = spaces[slot].encode(labels[ids[slot]])
+            gold.extend(tokens)
+            slots.extend([number] * len(tokens))
+        out.append(Example(block.prefix, gold, slots))
+    return out

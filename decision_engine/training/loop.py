@@ -1,0 +1,132 @@
+"""The training loop: data per epoch, length-bucketed batches, AdamW, checkpoint at the end."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import torch
+
+from ..backends.native import NativeBackend, base_tokenizer
+from ..backends.vocabulary import Vocabulary
+from ..engine import DecisionEngine
+from ..model.loader import from_base, random_model, save_checkpoint
+from ..model.transformer import BlockDiffusionConfig
+from .config import TrainConfig
+from .examples import Example, examples_from_line
+from .objective import batch_tensors, masked_diffusion_loss
+
+FROZEN_FROM_BASE = ["embed.word.weight"]
+
+
+def build_model(cfg: TrainConfig) -> torch.nn.Module:
+    model_cfg = BlockDiffusionConfig.from_name(cfg.model)
+    model_cfg.max_positions = cfg.max_positions
+    model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
+    if cfg.freeze_word_embeddings:
+        model.embed.word.weight.requires_grad_(False)
+    return model
+
+
+def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
+    """Labelled request lines for one epoch: fresh generated groups plus ContractNLI training groups."""
+    from ..datasets.linked_groups import generate_groups
+
+    lines = generate_groups("train", cfg.generated_groups_per_epoch, seed=cfg.seed * 1000 + epoch)
+    if cfg.contractnli_path:
+        from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+
+        docs, hypotheses = load_contractnli(cfg.contractnli_path)
+        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+        for _ in range(cfg.contractnli_repeats):
+            for doc in train_docs:
+                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(2, 8), rng=rng))
+    rng.shuffle(lines)
+    return lines
+
+
+def epoch_examples(engine: DecisionEngine, cfg: TrainConfig, lines: list[dict], rng: random.Random) -> list[Example]:
+    examples: list[Example] = []
+    for line in lines:
+        examples.extend(examples_from_line(engine, line, "joint"))
+        if rng.random() < cfg.independent_share:
+            examples.extend(examples_from_line(engine, line, "independent"))
+    return examples
+
+
+def batches(examples: list[Example], size: int, rng: random.Random) -> Iterator[list[Example]]:
+    """Batches of similar prefix length (less padding), in random order."""
+    ordered = sorted(examples, key=lambda e: len(e.prefix.token_ids) + rng.random() * 16)
+    chunks = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    rng.shuffle(chunks)
+    yield from chunks
+
+
+def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str], None] = print, context=None) -> dict:
+    """Train, save a checkpoint into `out`, and return a summary of the run."""
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    vocab = Vocabulary.from_tokenizer(base_tokenizer())
+    model = build_model(cfg).to(device)
+    layout = NativeBackend(model, vocab, "training", device)
+    layout.context_tokens = cfg.context_tokens
+    engine = DecisionEngine(layout, context=context(vocab) if context else None)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    started = time.monotonic()
+    step, seen, total_steps, history = 0, 0, None, []
+    stop = False
+    for epoch in range(cfg.epochs):
+        lines = epoch_lines(cfg, epoch, rng)
+        examples = epoch_examples(engine, cfg, lines, rng)
+        if total_steps is None:
+            total_steps = max(1, cfg.epochs * math.ceil(len(examples) / cfg.batch_size))
+            if cfg.max_steps:
+                total_steps = min(total_steps, cfg.max_steps)
+        log(f"epoch {epoch + 1}/{cfg.epochs}: {len(lines)} groups -> {len(examples)} blocks")
+        model.train()
+        running = 0.0
+        for batch in batches(examples, cfg.batch_size, rng):
+            lr = cfg.learning_rate * min(1.0, (step + 1) / cfg.warmup_steps) * max(0.05, 1 - step / total_steps)
+            for group in optimiser.param_groups:
+                group["lr"] = lr
+            tensors = batch_tensors(batch, vocab.pad_id, device)
+            loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimiser.step()
+            step += 1
+            seen += len(batch)
+            running += float(loss)
+            if step % cfg.log_every == 0:
+                minutes = (time.monotonic() - started) / 60
+                log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s")
+                history.append({"step": step, "loss": running / cfg.log_every, "minutes": round(minutes, 2)})
+                running = 0.0
+            if (cfg.max_steps and step >= cfg.max_steps) or (
+                cfg.max_minutes and time.monotonic() - started > cfg.max_minutes * 60
+            ):
+                stop = True
+                break
+        if stop:
+            break
+    model.eval()
+    summary = {
+        "steps": step,
+        "blocks_seen": seen,
+        "minutes": round((time.monotonic() - started) / 60, 2),
+        "device": device,
+        "history": history,
+    }
+    omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []
+    save_checkpoint(
+        model, out, f"decision-model-{cfg.name}",
+        extra={"train_config": cfg.to_dict(), "training": summary, "context_tokens": cfg.context_tokens},
+        omit_from_base=omit,
+    )
+    return summary
