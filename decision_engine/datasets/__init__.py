@@ -1,0 +1,1 @@
+"""Training and evaluation data: ContractNLI groups and generated linked compliance groups."""

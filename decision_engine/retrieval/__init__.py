@@ -1,0 +1,1 @@
+"""Long documents: split into spans, score spans against questions, build one shared context."""
