@@ -10,12 +10,12 @@ from pathlib import Path
 import msgspec
 
 EXIT_INVALID = 2
+RETRIEVAL = ["hybrid", "lexical", "leading"]
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from .engine import DecisionEngine
+    from . import factory
     from .model.loader import ModelLoadError
-    from .models import open_model
     from .requests_file import read_requests
     from .validation import Limits
 
@@ -32,7 +32,7 @@ def _decide(args: argparse.Namespace) -> int:
     if not good:
         return EXIT_INVALID
     try:
-        engine = DecisionEngine(open_model(args.model, args.device, args.trust_remote_code), limits)
+        engine = factory.build_engine(args.model, args.device, limits, args.retrieval, args.trust_remote_code)
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -88,6 +88,76 @@ def _show(value) -> str:
     return "true" if value is True else "false" if value is False else str(value)
 
 
+def _train(args: argparse.Namespace) -> int:
+    from .training.config import TrainConfig
+    from .training.loop import train
+
+    try:
+        cfg = TrainConfig.load(args.config)
+    except (ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.contractnli:
+        cfg.contractnli_path = args.contractnli
+    if args.max_minutes is not None:
+        cfg.max_minutes = args.max_minutes
+    if cfg.contractnli_path and not Path(cfg.contractnli_path).is_file():
+        print(f"error: {cfg.contractnli_path}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    out = Path(args.out or f"runs/{cfg.name}")
+    context = None
+    if args.retrieval != "leading":
+        from .retrieval.builder import RetrievalContext
+
+        context = lambda vocab: RetrievalContext.create(vocab, dense=args.retrieval == "hybrid")  # noqa: E731
+    summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), context=context)
+    print(f"saved {out} after {summary['steps']} steps in {summary['minutes']} min")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from . import factory
+    from .evaluation import evaluate, load_groups
+    from .model.loader import ModelLoadError
+
+    path = Path(args.path)
+    if not path.is_file():
+        print(f"error: {path}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in ("joint", "independent", "sequential")]
+    if unknown or not modes:
+        print(f"error: --modes: unknown mode(s) {unknown}; use joint, independent, sequential", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        groups = load_groups(path, args.format, args.split, args.group_size)
+    except (ValueError, KeyError, msgspec.DecodeError) as error:
+        print(f"error: {path}: cannot read as {args.format}: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.limit:
+        groups = groups[: args.limit]
+    try:
+        engine = factory.build_engine(args.model, args.device, retrieval=args.retrieval)
+    except ModelLoadError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    f1 = ("contradiction", "entailment") if args.format == "contractnli" else ()
+    report = {mode: evaluate(engine, groups, mode, args.batch_size, f1) for mode in modes}
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+        return 0
+    print(f"{len(groups)} groups from {path} ({args.format}), model {engine.model.name}")
+    keys = sorted({k for metrics in report.values() for k in metrics})
+    print("metric".ljust(24) + "".join(m.rjust(14) for m in modes))
+    for key in keys:
+        cells = []
+        for mode in modes:
+            value = report[mode].get(key, "")
+            cells.append(f"{value:.4f}".rjust(14) if isinstance(value, float) else str(value).rjust(14))
+        print(key.ljust(24) + "".join(cells))
+    return 0
+
+
 def _schemas(args: argparse.Namespace) -> int:
     from .schema_files import stale, write
 
@@ -116,7 +186,32 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--threshold", type=float, help="override each request's confidence threshold")
     decide.add_argument("--batch-size", type=int, default=8, help="requests sharing each forward pass")
     decide.add_argument("--max-document-chars", type=int, default=1_000_000, help="reject longer documents")
+    decide.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
     decide.set_defaults(run=_decide)
+
+    train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
+    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, gpu) or a JSON config file")
+    train.add_argument("--device", default="cpu", help="cpu or cuda")
+    train.add_argument("--out", help="checkpoint folder (default runs/<config name>)")
+    train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
+    train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
+    train.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
+    train.set_defaults(run=_train)
+
+    evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")
+    evaluate.add_argument("--path", required=True, help="labelled JSON Lines (samples format) or ContractNLI JSON")
+    evaluate.add_argument("--format", choices=["jsonl", "contractnli"], default="jsonl")
+    evaluate.add_argument("--modes", default="joint,independent,sequential", help="comma-separated modes")
+    evaluate.add_argument("--split", choices=["all", "train", "validation"], default="all",
+                          help="ContractNLI: evaluate on this split of the file's documents")
+    evaluate.add_argument("--group-size", type=int, default=8, help="ContractNLI hypotheses per group")
+    evaluate.add_argument("--limit", type=int, help="evaluate only the first N groups")
+    evaluate.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+    evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--batch-size", type=int, default=8)
+    evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
+    evaluate.add_argument("--json", action="store_true", help="one JSON object keyed by mode")
+    evaluate.set_defaults(run=_eval)
 
     schemas = sub.add_parser("schemas", help="write (or --check) the JSON Schema files of request and response")
     schemas.add_argument("--out", default="schemas", help="folder of the schema files")

@@ -31,6 +31,7 @@ class _Prepared:
     rules: RuleSet
     blocks: list[Block]
     evidence: list[list[Evidence]]
+    context_ranges: list[tuple[int, int]]  # document characters shown to the model (any block)
 
 
 class DecisionEngine:
@@ -49,14 +50,18 @@ class DecisionEngine:
         """Decide several requests together; `mode` overrides each request's own."""
         started = time.perf_counter()
         prepared = [self.prepare(r, mode or r.mode) for r in requests]
-        prepared_at = time.perf_counter()
+        return self.run(prepared, (time.perf_counter() - started) * 1e3)
+
+    def run(self, prepared: Sequence[_Prepared], prepare_ms: float = 0.0) -> list[DecisionResponse]:
+        """Denoise prepared requests together and build their responses."""
+        started = time.perf_counter()
         run_denoising(self.model, [b for p in prepared for b in p.blocks])
-        done_at = time.perf_counter()
+        denoise_ms = (time.perf_counter() - started) * 1e3
         timings = {
-            "prepare": (prepared_at - started) * 1e3,
-            "denoise": (done_at - prepared_at) * 1e3,
-            "total": (done_at - started) * 1e3,
-            "batch_size": float(len(requests)),
+            "prepare": prepare_ms,
+            "denoise": denoise_ms,
+            "total": prepare_ms + denoise_ms,
+            "batch_size": float(len(prepared)),
         }
         return [self._respond(p, timings) for p in prepared]
 
@@ -80,18 +85,21 @@ class DecisionEngine:
         document = request.document.text
         slots = list(range(len(spaces)))
         if mode == "independent":
-            blocks, evidence = [], []
+            blocks, evidence, ranges = [], [], set()
             for s in slots:
                 budget = self._budget([questions[s]], lengths[s], cap)
-                context, found = self.context(document, [texts[s]], budget)
-                blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], context)))
-                evidence.extend(found)
+                choice = self.context(document, [texts[s]], budget)
+                blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], choice.token_ids)))
+                evidence.extend(choice.evidence)
+                ranges.update(choice.ranges)
+            context_ranges = sorted(ranges)
         else:
             budget = self._budget(questions, sum(lengths), cap)
-            context, evidence = self.context(document, texts, budget)
-            prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], context)
+            choice = self.context(document, texts, budget)
+            evidence, context_ranges = choice.evidence, choice.ranges
+            prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids)
             blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
-        return _Prepared(request, mode, group, rules, blocks, evidence)
+        return _Prepared(request, mode, group, rules, blocks, evidence, context_ranges)
 
     def _budget(self, questions: list[list[int]], block_len: int, cap: int | None) -> int:
         try:

@@ -4,6 +4,7 @@ context) and the answer block (the concatenation of the slots, every position ma
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..backends.protocol import PrefixInput
@@ -32,12 +33,19 @@ def context_budget(
     return budget
 
 
-class ContextBuilder(Protocol):
-    """Chooses the document tokens the model sees for some questions, and each question's evidence."""
+@dataclass
+class ContextChoice:
+    """The document tokens shown to the model, the character ranges they came from, and evidence."""
 
-    def __call__(
-        self, document: str, questions: Sequence[str], budget: int
-    ) -> tuple[list[int], list[list[Evidence]]]: ...
+    token_ids: list[int]
+    ranges: list[tuple[int, int]]  # character offsets of the chosen text, in document order
+    evidence: list[list[Evidence]]  # per question, best first
+
+
+class ContextBuilder(Protocol):
+    """Chooses the document tokens the model sees for some questions."""
+
+    def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice: ...
 
 
 class LeadingContext:
@@ -46,9 +54,14 @@ class LeadingContext:
     def __init__(self, vocab: Vocabulary):
         self.vocab = vocab
 
-    def __call__(self, document: str, questions: Sequence[str], budget: int) -> tuple[list[int], list[list[Evidence]]]:
-        ids = self.vocab.encode(document[: budget * CHARS_PER_TOKEN_BOUND])[:budget]
-        return ids, [[] for _ in questions]
+    def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
+        head = document[: budget * CHARS_PER_TOKEN_BOUND]
+        ids = self.vocab.encode(head)
+        if len(ids) <= budget:
+            return ContextChoice(ids, [(0, len(head))], [[] for _ in questions])
+        ids = ids[:budget]
+        shown = len(self.vocab.decode(ids))  # approximate: decoding normalises spacing and case
+        return ContextChoice(ids, [(0, min(shown, len(head)))], [[] for _ in questions])
 
 
 def build_prefix(

@@ -52,8 +52,10 @@ def epoch_examples(engine: DecisionEngine, cfg: TrainConfig, lines: list[dict], 
     examples: list[Example] = []
     for line in lines:
         examples.extend(examples_from_line(engine, line, "joint"))
-        if rng.random() < cfg.independent_share:
-            examples.extend(examples_from_line(engine, line, "independent"))
+        if rng.random() < cfg.independent_share:  # one question alone, as independent mode asks it
+            singles = examples_from_line(engine, line, "independent")
+            if singles:
+                examples.append(rng.choice(singles))
     return examples
 
 
@@ -102,7 +104,7 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
             optimiser.step()
             step += 1
             seen += len(batch)
-            running += float(loss)
+            running += loss.item()
             if step % cfg.log_every == 0:
                 minutes = (time.monotonic() - started) / 60
                 log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s")

@@ -1,0 +1,132 @@
+"""Accuracy of a model over labelled requests, per mode: questions, whole groups, validity, speed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .engine import DecisionEngine, InvalidOutputError
+from .errors import RequestError
+from .rules import RuleSet
+from .validation import request_from_object
+from .values import value_problem
+
+
+@dataclass
+class LabelledGroup:
+    request_line: dict[str, Any]  # samples format: the request plus "labels" (and "evidence" when known)
+    labels: dict[str, Any]
+    evidence: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def load_groups(path: Path, fmt: str, split: str = "all", group_size: int = 8, seed: int = 0) -> list[LabelledGroup]:
+    """Labelled groups from a samples-format JSON Lines file or a ContractNLI JSON file."""
+    if fmt == "contractnli":
+        from .datasets.contractnli import load_contractnli, split_documents, to_requests
+
+        docs, hypotheses = load_contractnli(path)
+        if split != "all":
+            train, validation = split_documents(docs, seed=seed)
+            docs = validation if split == "validation" else train
+        lines = [line for doc in docs for line in to_requests(doc, hypotheses, group_size=group_size)]
+    else:
+        lines = [msgspec.json.decode(raw) for raw in path.read_bytes().splitlines() if raw.strip()]
+    groups = []
+    for line in lines:
+        if "labels" not in line:
+            continue
+        evidence = {k: [tuple(r) for r in v] for k, v in (line.get("evidence") or {}).items()}
+        groups.append(LabelledGroup(line, line["labels"], evidence))
+    return groups
+
+
+def _f1(pairs: list[tuple[Any, Any]], label: Any) -> float:
+    tp = sum(1 for gold, pred in pairs if gold == label and pred == label)
+    fp = sum(1 for gold, pred in pairs if gold != label and pred == label)
+    fn = sum(1 for gold, pred in pairs if gold == label and pred != label)
+    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def _covered(gold: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
+    length = gold[1] - gold[0]
+    inside = sum(max(0, min(gold[1], e) - max(gold[0], s)) for s, e in ranges)
+    return length > 0 and inside * 2 >= length
+
+
+def evaluate(
+    engine: DecisionEngine,
+    groups: Sequence[LabelledGroup],
+    mode: str,
+    batch_size: int = 8,
+    f1_labels: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Metrics of one mode over labelled groups."""
+    correct = answered = groups_right = invalid = violations = steps = 0
+    evidence_hit = evidence_total = 0
+    pairs: list[tuple[Any, Any]] = []
+    elapsed = 0.0
+    skipped = 0
+    for start in range(0, len(groups), batch_size):
+        chunk = groups[start : start + batch_size]
+        requests, kept = [], []
+        for g in chunk:
+            try:
+                requests.append(request_from_object(g.request_line))
+                kept.append(g)
+            except RequestError:
+                skipped += 1
+        began = time.perf_counter()
+        prepared = [engine.prepare(r, mode) for r in requests]
+        try:
+            responses = engine.run(prepared)
+        except InvalidOutputError:
+            responses = []
+            for p in prepared:
+                try:
+                    responses.append(engine.run([p])[0])
+                except InvalidOutputError:
+                    responses.append(None)
+        elapsed += time.perf_counter() - began
+        for g, request, p, response in zip(kept, requests, prepared, responses):
+            ids = [q.id for q in request.questions]
+            for qid in ids:
+                for gold_range in g.evidence.get(qid, []):
+                    evidence_total += 1
+                    evidence_hit += _covered(gold_range, p.context_ranges)
+            if response is None:
+                invalid += len(ids)
+                answered += len(ids)
+                continue
+            steps += response.steps
+            values = [a.value for a in response.answers]
+            invalid += sum(value_problem(q.schema, v) is not None for q, v in zip(request.questions, values))
+            rules = RuleSet.compile([q.schema for q in request.questions], ids, request.rules)
+            violations += len(rules.violations(values))
+            right = [values[i] == g.labels.get(qid) for i, qid in enumerate(ids)]
+            pairs.extend((g.labels.get(qid), values[i]) for i, qid in enumerate(ids))
+            correct += sum(right)
+            answered += len(ids)
+            groups_right += all(right)
+    decided = len(groups) - skipped
+    metrics: dict[str, Any] = {
+        "per_question_accuracy": correct / answered if answered else 0.0,
+        "group_accuracy": groups_right / decided if decided else 0.0,
+        "invalid": invalid,
+        "rule_violations": violations,
+        "questions": answered,
+        "groups": decided,
+        "skipped_groups": skipped,
+        "decisions_per_s": decided / elapsed if elapsed else 0.0,
+        "questions_per_s": answered / elapsed if elapsed else 0.0,
+        "mean_steps": steps / decided if decided else 0.0,
+    }
+    if evidence_total:
+        metrics["evidence_recall"] = evidence_hit / evidence_total
+    for label in f1_labels:
+        metrics[f"f1_{label.replace(' ', '_')}"] = _f1(pairs, label)
+    return metrics

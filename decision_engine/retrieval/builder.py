@@ -1,0 +1,33 @@
+"""Retrieval as the engine's context builder: the best spans for the questions, with evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..backends.vocabulary import Vocabulary
+from ..decoding.layout import ContextChoice
+from ..types import Evidence
+from .context import Retriever
+from .embedder import SpanEmbedder
+
+
+class RetrievalContext:
+    """Builds one shared context from the document's best spans (in document order) within the budget."""
+
+    def __init__(self, retriever: Retriever, vocab: Vocabulary, evidence_per_question: int = 3):
+        self.retriever = retriever
+        self.vocab = vocab
+        self.evidence_per_question = evidence_per_question
+
+    @classmethod
+    def create(cls, vocab: Vocabulary, dense: bool = True) -> RetrievalContext:
+        """Hybrid (dense + BM25) retrieval, or BM25 alone with `dense=False`."""
+        return cls(Retriever(SpanEmbedder() if dense else None), vocab)
+
+    def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
+        selected = self.retriever.build_context(document, list(questions), self.vocab, budget, self.evidence_per_question)
+        evidence = [
+            [Evidence(start=span.start, end=span.end, text=span.text, score=round(score, 4)) for span, score in picks]
+            for picks in selected.evidence
+        ]
+        return ContextChoice(selected.token_ids, [(s.start, s.end) for s in selected.spans], evidence)
