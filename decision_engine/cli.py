@@ -109,7 +109,8 @@ def _train(args: argparse.Namespace) -> int:
     if args.retrieval != "leading":
         from .retrieval.builder import RetrievalContext
 
-        context = lambda vocab: RetrievalContext.create(vocab, dense=args.retrieval == "hybrid")  # noqa: E731
+        def context(vocab):  # training needs no evidence, so documents that fit whole are not ranked
+            return RetrievalContext.create(vocab, dense=args.retrieval == "hybrid", evidence_per_question=0)
     summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), context=context)
     print(f"saved {out} after {summary['steps']} steps in {summary['minutes']} min")
     return 0

@@ -20,11 +20,15 @@ class RetrievalContext:
         self.evidence_per_question = evidence_per_question
 
     @classmethod
-    def create(cls, vocab: Vocabulary, dense: bool = True) -> RetrievalContext:
+    def create(cls, vocab: Vocabulary, dense: bool = True, evidence_per_question: int = 3) -> RetrievalContext:
         """Hybrid (dense + BM25) retrieval, or BM25 alone with `dense=False`."""
-        return cls(Retriever(SpanEmbedder() if dense else None), vocab)
+        return cls(Retriever(SpanEmbedder() if dense else None), vocab, evidence_per_question)
 
     def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
+        if not self.evidence_per_question and len(document.split()) <= budget:
+            whole = self.vocab.encode(document)  # fits whole: nothing to rank when no evidence is wanted
+            if len(whole) <= budget:
+                return ContextChoice(whole, [(0, len(document))], [[] for _ in questions])
         selected = self.retriever.build_context(document, list(questions), self.vocab, budget, self.evidence_per_question)
         evidence = [
             [Evidence(start=span.start, end=span.end, text=span.text, score=round(score, 4)) for span, score in picks]

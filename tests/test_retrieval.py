@@ -1,0 +1,254 @@
+"""Retrieval: span splitting, BM25, sentence embeddings with their cache, and budgeted context building."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decision_engine.retrieval.context import Retriever, SelectedContext
+from decision_engine.retrieval.embedder import SpanEmbedder
+from decision_engine.retrieval.lexical import bm25_scores, tokenize
+from decision_engine.retrieval.spans import Span, split_spans
+
+CONTRACT = """MUTUAL NON-DISCLOSURE AGREEMENT
+
+1. Purpose. The parties wish to evaluate a joint venture, e.g. the gripper project (the "Purpose"). \
+Acme Inc. signs for Lumen. See Schedule No. 5 for the fee of 1.5 million euros.
+2. Confidential Information
+2.1 "Confidential Information" means all technical and commercial information disclosed for the Purpose.
+2.2 It does not include information that (a) is or becomes public; (b) was lawfully known before \
+disclosure; or (c) is independently developed without use of the Confidential Information.
+3. Return. On termination the Receiving Party shall return or destroy all Confidential Information.
+• The Receiving Party shall not reverse engineer any prototype.
+• Mr. J. Smith of the U.S. office is the contact person. He signs for both parties!
+4. Term. This Agreement lasts three years. Obligations survive termination for five years.
+"""
+
+
+def assert_valid(text: str, spans: list[Span], max_chars: int) -> None:
+    last_end = 0
+    for span in spans:
+        assert span.text == text[span.start : span.end]
+        assert span.start >= last_end, "spans overlap or are out of order"
+        assert 0 < len(span.text) <= max_chars
+        assert span.text == span.text.strip()
+        assert not text[last_end : span.start].strip(), "non-whitespace text fell between spans"
+        last_end = span.end
+    assert not text[last_end:].strip()
+
+
+# --- spans -------------------------------------------------------------------------------------
+
+
+def test_spans_cover_text_in_order_with_exact_offsets():
+    spans = split_spans(CONTRACT)
+    assert_valid(CONTRACT, spans, 400)
+    texts = [s.text for s in spans]
+    assert "The Receiving Party shall not reverse engineer any prototype." in " ".join(texts)
+    assert any(t.startswith("4. Term.") for t in texts)
+    assert "This Agreement lasts three years." in texts
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    ["e.g. the gripper", "Acme Inc. signs", "No. 5", "1.5 million", "Mr. J. Smith of the U.S. office"],
+    ids=["eg", "inc", "number", "decimal", "names"],
+)
+def test_abbreviations_and_decimals_do_not_split(phrase):
+    assert any(phrase in s.text for s in split_spans(CONTRACT))
+
+
+def test_sentences_list_items_and_clauses_split():
+    texts = [s.text for s in split_spans(CONTRACT)]
+    assert "(b) was lawfully known before disclosure; or" in texts
+    assert any(t.startswith("2.1 ") for t in texts)
+    assert "He signs for both parties!" in texts
+    assert "Obligations survive termination for five years." in texts
+    # a bare clause number never stands alone
+    assert all(t not in ("1.", "2.1", "(a)", "•") for t in texts)
+
+
+@pytest.mark.parametrize("max_chars", [20, 57, 200, 400])
+def test_max_chars_respected(max_chars):
+    long_text = CONTRACT + " ".join(["word"] * 300) + "; " + "x" * 900 + ", tail, end."
+    assert_valid(long_text, split_spans(long_text, max_chars), max_chars)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .,;:()\n•1.Xy")), max_size=400), st.integers(5, 120))
+@settings(max_examples=150, deadline=None)
+def test_spans_valid_on_arbitrary_text(text, max_chars):
+    assert_valid(text, split_spans(text, max_chars), max_chars)
+
+
+def test_empty_and_blank_text_give_no_spans():
+    assert split_spans("") == []
+    assert split_spans(" \n\t ") == []
+
+
+def test_splitting_is_fast():
+    words = "The Receiving Party shall, e.g. under clause 3.2, return No. 5 items; (a) or destroy them."
+    text = "\n".join(f"{i}. {words}" for i in range(1200))[:100_000]
+    split_spans(text)
+    start = time.perf_counter()
+    spans = split_spans(text)
+    assert time.perf_counter() - start < 0.1  # well under 50 ms on a quiet machine
+    assert len(spans) > 1000
+
+
+# --- BM25 --------------------------------------------------------------------------------------
+
+
+def test_bm25_ranks_the_span_with_the_query_words_first():
+    spans = [
+        "The agreement is governed by the laws of England.",
+        "The Receiving Party shall not reverse engineer any prototype or sample.",
+        "Notices must be given in writing to the address above.",
+        "Each party bears its own costs.",
+    ]
+    scores = bm25_scores(["May the receiving party reverse engineer prototypes?", "Which laws govern?"], spans)
+    assert scores.shape == (2, 4)
+    assert int(np.argmax(scores[0])) == 1
+    assert int(np.argmax(scores[1])) == 0
+    assert scores[0, 2] == 0.0  # no shared word
+
+
+def test_bm25_edge_cases_and_tokenizer():
+    assert bm25_scores(["anything"], []).shape == (1, 0)
+    assert bm25_scores([], ["a span"]).shape == (0, 1)
+    assert tokenize("The Party SHALL return it, 5 days.") == ["party", "shall", "return", "5", "days"]
+
+
+# --- embedder ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def embedder() -> SpanEmbedder:
+    return SpanEmbedder(cache_size=2)
+
+
+def test_embedder_loads_lazily():
+    assert SpanEmbedder()._model is None
+
+
+def test_paraphrases_are_closer_than_unrelated_sentences(embedder):
+    vectors = embedder.embed(
+        [
+            "The recipient must return or destroy all confidential material when the agreement ends.",
+            "Upon termination, the receiving party shall give back or destroy confidential information.",
+            "This agreement is governed by the laws of the State of New York.",
+        ]
+    )
+    assert vectors.shape == (3, 384)
+    assert torch.allclose(vectors.norm(dim=1), torch.ones(3), atol=1e-5)
+    paraphrase = float(vectors[0] @ vectors[1])
+    unrelated = float(vectors[0] @ vectors[2])
+    assert paraphrase > unrelated + 0.2
+
+
+def test_batching_and_order_do_not_change_embeddings(embedder):
+    texts = ["short", "a much longer sentence about confidential information and its return", "mid length text"]
+    together = embedder.embed(texts)
+    alone = torch.cat([embedder.embed([t]) for t in texts])
+    assert torch.allclose(together, alone, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_matches_sentence_transformers(embedder):
+    st_module = pytest.importorskip("sentence_transformers")
+    from decision_engine.model.loader import base_model_dir
+
+    texts = ["The Receiving Party shall not reverse engineer any prototype.", "Notices must be in writing."]
+    reference = st_module.SentenceTransformer(str(base_model_dir()), device="cpu").encode(
+        texts, convert_to_tensor=True, normalize_embeddings=True
+    )
+    assert torch.allclose(embedder.embed(texts), reference.cpu(), atol=1e-4)
+
+
+def test_span_cache_hits_on_second_call_and_evicts_least_recent(embedder):
+    embedder.clear_cache()
+    docs = ["Term. Three years.", "Law. English law applies.", "Notices. In writing only."]
+    first = embedder.embed_spans(docs[0], split_spans(docs[0]))
+    again = embedder.embed_spans(docs[0], split_spans(docs[0]))
+    info = embedder.cache_info()
+    assert (info.hits, info.misses, info.size) == (1, 1, 1)
+    assert again is first
+    embedder.embed_spans(docs[1], split_spans(docs[1]))
+    embedder.embed_spans(docs[2], split_spans(docs[2]))  # cache_size 2: docs[0] is evicted
+    assert embedder.cache_info().size == 2
+    embedder.embed_spans(docs[0], split_spans(docs[0]))
+    assert embedder.cache_info().misses == 4
+
+
+# --- context building --------------------------------------------------------------------------
+
+QUESTIONS = [
+    "Shall the Receiving Party return or destroy Confidential Information on termination?",
+    "May the Receiving Party reverse engineer prototypes?",
+    "Do obligations survive termination?",
+]
+
+
+def check_context(selected: SelectedContext, vocab, budget: int, n_questions: int) -> None:
+    assert len(selected.token_ids) <= budget
+    starts = [s.start for s in selected.spans]
+    assert starts == sorted(starts)
+    assert len(selected.evidence) == n_questions
+    chosen = set(selected.spans)
+    for picks in selected.evidence:
+        assert all(span in chosen for span, _ in picks)
+        scores = [score for _, score in picks]
+        assert scores == sorted(scores, reverse=True)
+
+
+def random_document(rng: random.Random) -> str:
+    words = "party shall return confidential information term survive notice law agreement the of a".split()
+    clauses = []
+    for i in range(rng.randint(1, 40)):
+        sentence = " ".join(rng.choice(words) for _ in range(rng.randint(1, 60)))
+        clauses.append(f"{i + 1}. {sentence.capitalize()}.")
+    return "\n".join(clauses)
+
+
+@given(seed=st.integers(0, 10_000), budget=st.integers(1, 400), n_questions=st.integers(1, 8))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_lexical_context_never_exceeds_budget(vocab, seed, budget, n_questions):
+    rng = random.Random(seed)
+    document = random_document(rng)
+    questions = [rng.choice(QUESTIONS) + f" ({q})" for q in range(n_questions)]
+    retriever = Retriever(None, max_chars=rng.choice([40, 200, 400]))
+    selected = retriever.build_context(document, questions, vocab, budget)
+    check_context(selected, vocab, budget, n_questions)
+    if selected.spans and len(selected.spans) < len(retriever.score(document, questions)[0]):
+        assert selected.token_ids == [t for s in selected.spans for t in vocab.encode(s.text)]
+
+
+def test_combined_context_puts_each_questions_best_span_in(vocab, embedder):
+    retriever = Retriever(embedder)
+    selected = retriever.build_context(CONTRACT, QUESTIONS, vocab, budget_tokens=60)
+    check_context(selected, vocab, 60, len(QUESTIONS))
+    best = [picks[0][0].text for picks in selected.evidence]
+    assert "return or destroy" in best[0]
+    assert "reverse engineer" in best[1]
+    assert "survive termination" in best[2]
+
+
+def test_whole_document_returned_when_it_fits(vocab):
+    selected = Retriever(None).build_context(CONTRACT, QUESTIONS, vocab, budget_tokens=2000)
+    assert selected.token_ids == vocab.encode(CONTRACT)
+    assert selected.spans == split_spans(CONTRACT)
+    assert all(len(picks) == 3 for picks in selected.evidence)
+
+
+def test_scores_combine_z_scored_parts(embedder):
+    spans, lexical = Retriever(None).score(CONTRACT, QUESTIONS)
+    _, dense = Retriever(embedder, 1.0, 0.0).score(CONTRACT, QUESTIONS)
+    _, both = Retriever(embedder, 1.0, 2.0).score(CONTRACT, QUESTIONS)
+    assert lexical.shape == dense.shape == (3, len(spans))
+    assert np.allclose(lexical.mean(axis=1), 0.0) and np.allclose(lexical.std(axis=1), 1.0)
+    assert np.allclose(both, dense + 2.0 * lexical)
