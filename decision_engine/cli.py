@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--threshold", type=float, help="override each request's confidence threshold")
     decide.add_argument("--batch-size", type=int, default=8, help="requests sharing each forward pass")
     decide.add_argument("--max-document-chars", type=int, default=1_000_000, help="reject longer documents")
-    decide.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
+    decide.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     decide.set_defaults(run=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--model", help="checkpoint folder (default: the bundled model)")
     evaluate.add_argument("--device", default="cpu")
     evaluate.add_argument("--batch-size", type=int, default=8)
-    evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
+    evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     evaluate.add_argument("--json", action="store_true", help="one JSON object keyed by mode")
     evaluate.set_defaults(run=_eval)
 

@@ -13,7 +13,7 @@ def build_engine(
     model_path: str | Path | None = None,
     device: str = "cpu",
     limits: Limits = Limits(),
-    retrieval: str = "hybrid",
+    retrieval: str = "lexical",
     trust_remote_code: bool = False,
 ) -> DecisionEngine:
     """An engine over the bundled (or given) model; `retrieval` is hybrid, lexical or leading."""

@@ -59,7 +59,7 @@ def test_training_lowers_the_loss_on_a_fixed_batch():
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     assert losses[-1] < losses[0] * 0.7, losses
 
 

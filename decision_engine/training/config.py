@@ -56,7 +56,10 @@ PRESETS: dict[str, dict] = {
         batch_size=4, max_steps=3, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False,
     ),
     # What fits a 2-core CPU in about an hour.
-    "cpu": dict(name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=60.0),
+    "cpu": dict(
+        name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=62.0,
+        learning_rate=2e-4, warmup_steps=50, log_every=10,
+    ),
     # The full run for a GPU.
     "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),
 }
