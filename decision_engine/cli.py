@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--batch-size", type=int, default=8, help="requests sharing each forward pass")
     decide.add_argument("--max-document-chars", type=int, default=1_000_000, help="reject longer documents")
     decide.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
-    decide.set_defaults(run=_decide)
+    decide.set_defaults(func=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
     train.add_argument("--config", default="cpu", help="preset (smoke, cpu, gpu) or a JSON config file")
@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
     train.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
-    train.set_defaults(run=_train)
+    train.set_defaults(func=_train)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")
     evaluate.add_argument("--path", required=True, help="labelled JSON Lines (samples format) or ContractNLI JSON")
@@ -212,12 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--batch-size", type=int, default=8)
     evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     evaluate.add_argument("--json", action="store_true", help="one JSON object keyed by mode")
-    evaluate.set_defaults(run=_eval)
+    evaluate.set_defaults(func=_eval)
 
     schemas = sub.add_parser("schemas", help="write (or --check) the JSON Schema files of request and response")
     schemas.add_argument("--out", default="schemas", help="folder of the schema files")
     schemas.add_argument("--check", action="store_true", help="exit 1 if the files differ from the types")
-    schemas.set_defaults(run=_schemas)
+    schemas.set_defaults(func=_schemas)
     return parser
 
 
@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "batch_size", 1) < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    return args.run(args)
+    return args.func(args)
 
 
 if __name__ == "__main__":
