@@ -1,0 +1,188 @@
+"""`decision-engine db|keys|report`: the store's subcommands, added to the main CLI's parser."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Callable
+
+EXIT_UNAVAILABLE = 1
+EXIT_INVALID = 2
+DB_HELP = "database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)"
+
+
+def _store_command(handler: Callable[[argparse.Namespace, object], int]) -> Callable[[argparse.Namespace], int]:
+    """Open the store named by --db, run `handler(args, engine)`, and turn an outage into one line."""
+
+    def run(args: argparse.Namespace) -> int:
+        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+        from sqlalchemy.engine import make_url
+
+        from .database import create_db_engine, default_database_url, is_unavailable
+
+        url = args.db or default_database_url()
+        try:
+            shown = make_url(url).render_as_string(hide_password=True)
+            engine = create_db_engine(url)
+        except (ArgumentError, ValueError) as error:
+            print(f"error: --db: {error}", file=sys.stderr)
+            return EXIT_INVALID
+        except OSError as error:  # e.g. the SQLite file's folder cannot be created
+            print(f"error: cannot open the store at {shown}: {error}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+        try:
+            return handler(args, engine)
+        except SQLAlchemyError as error:
+            if not is_unavailable(error):
+                raise
+            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            print(f"error: cannot reach the store at {shown}: {reason}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+        finally:
+            engine.dispose()
+
+    return run
+
+
+def _db_upgrade(args, engine) -> int:
+    from .migrate import current_revision, upgrade
+
+    upgrade(engine, args.revision)
+    print(f"store at revision {current_revision(engine) or 'none'}")
+    return 0
+
+
+def _db_downgrade(args, engine) -> int:
+    from .migrate import current_revision, downgrade
+
+    downgrade(engine, args.revision)
+    print(f"store at revision {current_revision(engine) or 'none'}")
+    return 0
+
+
+def _db_current(args, engine) -> int:
+    from .migrate import current_revision, head_revision
+
+    current, head = current_revision(engine), head_revision()
+    print(f"{current or 'none'}{' (head)' if current == head else f' (head is {head})'}")
+    return 0
+
+
+def _db_check(args, engine) -> int:
+    from .migrate import check, current_revision
+
+    problems = check(engine)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} difference(s) between the models and the store", file=sys.stderr)
+        return 1
+    print(f"the store matches the models at revision {current_revision(engine)}")
+    return 0
+
+
+def _keys_create(args, engine) -> int:
+    from .database import session_factory
+    from .keys import create_key
+    from .migrate import current_revision, head_revision, upgrade
+
+    if current_revision(engine) != head_revision():
+        upgrade(engine)
+    with session_factory(engine)() as session:
+        key_id, key = create_key(session, args.scope)
+    print(f"API key {key_id} with scope {args.scope!r}; it is shown only now and cannot be recovered:")
+    print(key)
+    return 0
+
+
+def _keys_revoke(args, engine) -> int:
+    from .database import session_factory
+    from .keys import revoke_key
+
+    with session_factory(engine)() as session:
+        revoked = revoke_key(session, args.key_id)
+    if not revoked:
+        print(f"error: no active API key {args.key_id}", file=sys.stderr)
+        return 1
+    print(f"API key {args.key_id} revoked")
+    return 0
+
+
+def _moment(flag: str, text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{flag}: {text!r} is not an ISO date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z") from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        since, until = _moment("--since", args.since), _moment("--until", args.until)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    return _store_command(lambda args, engine: _print_report(args, engine, since, until))(args)
+
+
+def _print_report(args, engine, since, until) -> int:
+    import msgspec
+
+    from .database import session_factory
+    from .migrate import current_revision
+    from .records import ReportFilters
+    from .reports import accuracy_report, format_report
+
+    if current_revision(engine) is None:
+        print("error: the store has no tables yet; run: decision-engine db upgrade", file=sys.stderr)
+        return 1
+    filters = ReportFilters(
+        run=args.run, dataset=args.dataset, model=args.model, mode=args.mode, since=since, until=until
+    )
+    with session_factory(engine)() as session:
+        report = accuracy_report(session, filters)
+    print(msgspec.json.encode(report).decode() if args.json else format_report(report))
+    return 0
+
+
+def add_store_commands(subparsers) -> None:
+    """Add `db`, `keys` and `report` to the subparsers of the `decision-engine` parser."""
+    from .schema import SCOPES
+
+    db = subparsers.add_parser("db", help="create, migrate and check the decision store's tables")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_sub.add_parser("upgrade", help="migrate the store up (creating its tables)")
+    upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
+    downgrade = db_sub.add_parser("downgrade", help="migrate the store down; 'base' drops every table")
+    downgrade.add_argument("revision", help="target revision, e.g. base")
+    check = db_sub.add_parser("check", help="exit 1 and list differences if the store and the models disagree")
+    current = db_sub.add_parser("current", help="print the store's revision")
+    for parser, handler in (
+        (upgrade, _db_upgrade), (downgrade, _db_downgrade), (check, _db_check), (current, _db_current)
+    ):
+        parser.add_argument("--db", help=DB_HELP)
+        parser.set_defaults(func=_store_command(handler))
+
+    keys = subparsers.add_parser("keys", help="manage the service's API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create an API key and print it once")
+    create.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do (admin: everything)")
+    create.add_argument("--db", help=DB_HELP)
+    create.set_defaults(func=_store_command(_keys_create))
+    revoke = keys_sub.add_parser("revoke", help="revoke an API key by its id")
+    revoke.add_argument("key_id", type=int, help="the id printed when the key was created")
+    revoke.add_argument("--db", help=DB_HELP)
+    revoke.set_defaults(func=_store_command(_keys_revoke))
+
+    report = subparsers.add_parser("report", help="accuracy of stored answers against their labels")
+    report.add_argument("--run", help="only this run name")
+    report.add_argument("--dataset", help="only this dataset")
+    report.add_argument("--model", help="only this model")
+    report.add_argument("--mode", choices=["joint", "independent", "sequential"], help="only this decoding mode")
+    report.add_argument("--since", help="only decisions at or after this ISO date/time (UTC unless given)")
+    report.add_argument("--until", help="only decisions before this ISO date/time (UTC unless given)")
+    report.add_argument("--db", help=DB_HELP)
+    report.add_argument("--json", action="store_true", help="the report as one JSON object")
+    report.set_defaults(func=_report)

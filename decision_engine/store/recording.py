@@ -1,0 +1,281 @@
+"""Writing decided requests and their labels to the store, and reading them back."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Iterable
+
+import msgspec
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, joinedload, selectinload
+
+from ..errors import RequestError
+from ..types import Answer, AnswerSchema, DecisionRequest, DecisionResponse, Document, Evidence, Question, Rule, Value
+from ..values import kind, value_problem
+from . import schema as db
+from .records import StoredDecision, StoredDocument
+from .upsert import insert_for
+
+
+class DecisionNotFound(LookupError):
+    """No stored decision has this id."""
+
+
+class IdempotencyConflict(ValueError):
+    """An idempotency key was reused with a different request body."""
+
+
+def request_fingerprint(request: DecisionRequest) -> str:
+    """SHA-256 hex of the request's canonical JSON; tells a retried request from a different one."""
+    return hashlib.sha256(msgspec.json.encode(request)).hexdigest()
+
+
+def _encode(value: object) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _idempotency_scope(idempotency_key: str, api_key_id: int | None) -> str:
+    return f"{api_key_id if api_key_id is not None else '-'}:{idempotency_key}"
+
+
+def find_idempotent(session: Session, idempotency_key: str, api_key_id: int | None) -> str | None:
+    """The id of the decision stored under this idempotency key (per API key), if any."""
+    scope = _idempotency_scope(idempotency_key, api_key_id)
+    return session.scalar(select(db.DecisionGroup.id).where(db.DecisionGroup.idempotency_scope == scope))
+
+
+def _replayed(session: Session, scope: str, fingerprint: str) -> str | None:
+    """The id stored under `scope`, None if there is none; raises if it holds another request."""
+    row = session.execute(
+        select(db.DecisionGroup.id, db.DecisionGroup.request_sha256).where(db.DecisionGroup.idempotency_scope == scope)
+    ).one_or_none()
+    if row is None:
+        return None
+    if row.request_sha256 != fingerprint:
+        key = scope.split(":", 1)[1]
+        raise IdempotencyConflict(f"idempotency key {key!r} was already used for a different request ({row.id})")
+    return row.id
+
+
+def _checked_labels(schemas: dict[str, AnswerSchema], labels: object, decision_id: str) -> dict[str, str]:
+    """{question id: canonical JSON of the label}, or RequestError naming the first bad label."""
+    if not isinstance(labels, dict) or not labels:
+        raise RequestError("labels", "give at least one label, as {question id: value}")
+    encoded = {}
+    for question_id, value in labels.items():
+        field = f"labels.{question_id}"
+        if question_id not in schemas:
+            raise RequestError(field, f"no question with this id in decision {decision_id}")
+        problem = value_problem(schemas[question_id], value)
+        if problem is not None:
+            raise RequestError(field, problem)
+        encoded[question_id] = _encode(value)
+    return encoded
+
+
+def record_decision(
+    session: Session,
+    request: DecisionRequest,
+    response: DecisionResponse,
+    *,
+    run: str = "api",
+    dataset: str | None = None,
+    external_id: str | None = None,
+    model_version: str = "",
+    idempotency_key: str | None = None,
+    api_key_id: int | None = None,
+    store_text: bool = True,
+    labels: dict[str, object] | None = None,
+) -> tuple[str, bool]:
+    """Store a decided request and commit; returns (decision id, whether it was newly stored).
+
+    With an idempotency key, a request already stored under it is not stored again: its id
+    comes back with False, or IdempotencyConflict when that key was used for another body.
+    """
+    fingerprint = request_fingerprint(request)
+    scope = None if idempotency_key is None else _idempotency_scope(idempotency_key, api_key_id)
+    if scope is not None and (earlier := _replayed(session, scope, fingerprint)) is not None:
+        session.commit()  # ends the read transaction
+        return earlier, False
+    decision_id = uuid.uuid4().hex
+    schemas = {q.id: q.schema for q in request.questions}
+    encoded_labels = _checked_labels(schemas, labels, decision_id) if labels else {}
+    answers = {a.id: a for a in response.answers}
+    missing = [q.id for q in request.questions if q.id not in answers]
+    if missing:
+        raise ValueError(f"the response has no answer for question {missing[0]!r}")
+
+    now = db.utcnow()
+    try:
+        group = db.DecisionGroup(
+            id=decision_id,
+            run_id=_run_id(session, run, response.model, model_version, response.mode, dataset or ""),
+            document_id=_document_id(session, request.document, store_text),
+            external_id=external_id,
+            idempotency_scope=scope,
+            request_sha256=fingerprint,
+            api_key_id=api_key_id,
+            steps=response.steps,
+            rules=_encode(request.rules),
+            options=_encode(request.options),
+            timings=_encode(response.timings_ms),
+            created_at=now,
+        )
+        for position, question in enumerate(request.questions):
+            answer = answers[question.id]
+            row = db.Question(
+                position=position,
+                question_id=question.id,
+                text=question.text,
+                schema=_encode(question.schema),
+                kind=kind(question.schema),
+            )
+            row.answer = db.Answer(
+                value_json=_encode(answer.value),
+                confidence=answer.confidence,
+                step=answer.step,
+                evidence=None if answer.evidence is None else _encode(answer.evidence),
+            )
+            group.questions.append(row)
+        session.add(group)
+        session.flush()
+        if encoded_labels:
+            by_id = {row.question_id: row.id for row in group.questions}
+            _write_labels(session, ((by_id[q], value) for q, value in encoded_labels.items()), api_key_id, now)
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        winner = None if scope is None else _replayed(session, scope, fingerprint)
+        if winner is None:
+            raise
+        session.commit()
+        return winner, False  # a concurrent request with the same key was stored first
+    except BaseException:
+        session.rollback()
+        raise
+    return decision_id, True
+
+
+def _run_id(session: Session, name: str, model: str, model_version: str, mode: str, dataset: str) -> int:
+    """Get or create the run; concurrent creators end up with the same row."""
+    key = {"name": name, "model": model, "model_version": model_version, "mode": mode, "dataset": dataset}
+    table = db.Run.__table__
+    session.execute(
+        insert_for(session, table).values(**key, created_at=db.utcnow()).on_conflict_do_nothing(index_elements=list(key))
+    )
+    return session.scalars(select(db.Run.id).filter_by(**key)).one()
+
+
+def _document_id(session: Session, document: Document, store_text: bool) -> int:
+    """Get or create the document by the SHA-256 of its text; fills in text stored without it before."""
+    sha = hashlib.sha256(document.text.encode()).hexdigest()
+    text, title = (document.text, document.title) if store_text else (None, None)
+    session.execute(
+        insert_for(session, db.Document.__table__)
+        .values(sha256=sha, chars=len(document.text), text=text, title=title, created_at=db.utcnow())
+        .on_conflict_do_nothing(index_elements=["sha256"])
+    )
+    row = session.execute(select(db.Document.id, db.Document.text, db.Document.title).filter_by(sha256=sha)).one()
+    if store_text and row.text is None:
+        session.execute(
+            update(db.Document)
+            .where(db.Document.id == row.id, db.Document.text.is_(None))
+            .values(text=text, title=row.title if row.title is not None else title)
+        )
+    return row.id
+
+
+def _write_labels(
+    session: Session, values: Iterable[tuple[int, str]], api_key_id: int | None, now: dt.datetime
+) -> None:
+    """Upsert the current labels (last write wins) and append each write to the history."""
+    rows = [{"question_pk": pk, "value_json": value} for pk, value in values]
+    upsert = insert_for(session, db.Label.__table__)
+    upsert = upsert.on_conflict_do_update(
+        index_elements=["question_pk"],
+        set_={"value_json": upsert.excluded.value_json, "updated_at": upsert.excluded.updated_at},
+    )
+    session.execute(upsert, [{**row, "updated_at": now} for row in rows])
+    session.execute(
+        insert_for(session, db.LabelHistory.__table__),
+        [{**row, "created_at": now, "api_key_id": api_key_id} for row in rows],
+    )
+
+
+def apply_labels(
+    session: Session, decision_id: str, labels: dict[str, object], api_key_id: int | None = None
+) -> StoredDecision:
+    """Set labels of a stored decision's questions, all or none, commit, and return the decision."""
+    rows = session.execute(
+        select(db.Question.id, db.Question.question_id, db.Question.schema).where(db.Question.group_id == decision_id)
+    ).all()
+    if not rows:
+        raise DecisionNotFound(decision_id)
+    schemas = {row.question_id: msgspec.json.decode(row.schema, type=AnswerSchema) for row in rows}
+    encoded = _checked_labels(schemas, labels, decision_id)
+    by_id = {row.question_id: row.id for row in rows}
+    try:
+        _write_labels(session, ((by_id[q], value) for q, value in encoded.items()), api_key_id, db.utcnow())
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    return load_decision(session, decision_id)
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """SQLite returns naive datetimes; every stored time is UTC."""
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def load_decision(session: Session, decision_id: str) -> StoredDecision:
+    """A stored decision with its current labels; DecisionNotFound if there is none with this id."""
+    group = session.scalars(
+        select(db.DecisionGroup)
+        .where(db.DecisionGroup.id == decision_id)
+        .options(
+            joinedload(db.DecisionGroup.run),
+            joinedload(db.DecisionGroup.document),
+            selectinload(db.DecisionGroup.questions).options(
+                joinedload(db.Question.answer), joinedload(db.Question.label)
+            ),
+        )
+        .execution_options(populate_existing=True)  # labels may have changed since the session last saw them
+    ).one_or_none()
+    if group is None:
+        raise DecisionNotFound(decision_id)
+    document = group.document
+    return StoredDecision(
+        id=group.id,
+        created_at=_utc(group.created_at),
+        run=group.run.name,
+        mode=group.run.mode,
+        model=group.run.model,
+        model_version=group.run.model_version,
+        document=StoredDocument(sha256=document.sha256, chars=document.chars, text=document.text, title=document.title),
+        questions=[
+            Question(id=q.question_id, text=q.text, schema=msgspec.json.decode(q.schema, type=AnswerSchema))
+            for q in group.questions
+        ],
+        rules=msgspec.json.decode(group.rules, type=list[Rule]),
+        answers=[_answer(q) for q in group.questions if q.answer is not None],
+        steps=group.steps,
+        timings_ms=msgspec.json.decode(group.timings, type=dict[str, float]),
+        labels={q.question_id: msgspec.json.decode(q.label.value_json, type=Value) for q in group.questions if q.label},
+        dataset=group.run.dataset or None,
+        external_id=group.external_id,
+    )
+
+
+def _answer(question: db.Question) -> Answer:
+    row = question.answer
+    return Answer(
+        id=question.question_id,
+        value=msgspec.json.decode(row.value_json, type=Value),
+        confidence=row.confidence,
+        step=row.step,
+        evidence=None if row.evidence is None else msgspec.json.decode(row.evidence, type=list[Evidence]),
+    )

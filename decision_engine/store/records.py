@@ -1,0 +1,76 @@
+"""Wire types read back from the store: stored decisions, accuracy reports and their filters."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+
+from ..types import Answer, Mode, Question, Rule, Value
+
+
+class StoredDocument(msgspec.Struct, omit_defaults=True):
+    """A stored document; `text` is absent when the store keeps only its fingerprint."""
+
+    sha256: str
+    chars: int
+    text: str | None = None
+    title: str | None = None
+
+
+class StoredDecision(msgspec.Struct, omit_defaults=True):
+    """One decided request as stored, with its current labels keyed by question id."""
+
+    id: str
+    created_at: dt.datetime
+    run: str
+    mode: Mode
+    model: str
+    model_version: str
+    document: StoredDocument
+    questions: list[Question]
+    rules: list[Rule]
+    answers: list[Answer]
+    steps: int
+    timings_ms: dict[str, float]
+    labels: dict[str, Value]
+    dataset: str | None = None
+    external_id: str | None = None
+
+
+class QuestionAccuracy(msgspec.Struct, omit_defaults=True):
+    """Accuracy of one question id across groups.
+
+    `confusion[label][answer]` counts labelled answers, for enum and boolean questions only;
+    keys are the values as text ("Entailment", "true").
+    """
+
+    count: int
+    labelled: int
+    correct: int
+    accuracy: float | None
+    kind: str  # enum, boolean, integer, date; "mixed" when groups disagree
+    confusion: dict[str, dict[str, int]] | None = None
+
+
+class AccuracyReport(msgspec.Struct):
+    """How often stored answers match their labels, per question and per whole group."""
+
+    groups: int
+    groups_labelled: int  # groups whose every question has a label
+    questions_labelled: int
+    per_question_accuracy: float | None  # correct / labelled over all labelled questions
+    group_accuracy: float | None  # share of fully labelled groups answered entirely right
+    questions: dict[str, QuestionAccuracy]
+    filters: dict[str, str]
+
+
+class ReportFilters(msgspec.Struct):
+    """Which groups a report covers; `since` is inclusive, `until` exclusive (naive times are UTC)."""
+
+    run: str | None = None
+    dataset: str | None = None
+    model: str | None = None
+    mode: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None

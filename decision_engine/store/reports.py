@@ -1,0 +1,182 @@
+"""Accuracy of stored answers against their labels, computed by SQL aggregates."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.orm import Session
+
+from . import schema as db
+from .records import AccuracyReport, QuestionAccuracy, ReportFilters
+
+CONFUSION_KINDS = ("enum", "boolean")  # kinds with few enough values for a confusion table
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """Naive times are taken as UTC, as stored."""
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def _conditions(filters: ReportFilters) -> list:
+    """WHERE clauses over decision_groups joined with runs."""
+    conditions = []
+    for value, column in (
+        (filters.run, db.Run.name),
+        (filters.dataset, db.Run.dataset),
+        (filters.model, db.Run.model),
+        (filters.mode, db.Run.mode),
+    ):
+        if value:
+            conditions.append(column == value)
+    if filters.since is not None:
+        conditions.append(db.DecisionGroup.created_at >= _utc(filters.since))
+    if filters.until is not None:
+        conditions.append(db.DecisionGroup.created_at < _utc(filters.until))
+    return conditions
+
+
+def _echo(filters: ReportFilters) -> dict[str, str]:
+    echoed = {}
+    for name in ReportFilters.__struct_fields__:
+        value = getattr(filters, name)
+        if isinstance(value, dt.datetime):
+            echoed[name] = _utc(value).isoformat()
+        elif value:
+            echoed[name] = str(value)
+    return echoed
+
+
+def _questions_query(*columns):
+    """SELECT `columns` FROM matching groups' questions, with their answers and labels (if any)."""
+    return (
+        select(*columns)
+        .select_from(db.DecisionGroup)
+        .join(db.Run, db.Run.id == db.DecisionGroup.run_id)
+        .join(db.Question, db.Question.group_id == db.DecisionGroup.id)
+        .outerjoin(db.Answer, db.Answer.question_pk == db.Question.id)
+        .outerjoin(db.Label, db.Label.question_pk == db.Question.id)
+    )
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _as_text(value_json: str) -> str:
+    """A stored value as a table key: Entailment, true, 42, 2024-01-31."""
+    value = msgspec.json.decode(value_json)
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
+    """Per-question and whole-group accuracy of the groups matching `filters`."""
+    where = _conditions(filters)
+    correct = func.sum(case((db.Label.value_json == db.Answer.value_json, 1), else_=0))
+
+    per_group = (
+        _questions_query(
+            db.DecisionGroup.id,
+            func.count(db.Question.id).label("questions"),
+            func.count(db.Label.id).label("labelled"),
+            correct.label("correct"),
+        )
+        .where(*where)
+        .group_by(db.DecisionGroup.id)
+        .subquery()
+    )
+    fully_labelled = per_group.c.labelled == per_group.c.questions
+    totals = session.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((fully_labelled, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((and_(fully_labelled, per_group.c.correct == per_group.c.questions), 1), else_=0)), 0),
+            func.coalesce(func.sum(per_group.c.labelled), 0),
+            func.coalesce(func.sum(per_group.c.correct), 0),
+        ).select_from(per_group)
+    ).one()
+    groups, groups_labelled, groups_correct, labelled, right = (int(n) for n in totals)
+
+    per_question = session.execute(
+        _questions_query(
+            db.Question.question_id,
+            func.min(db.Question.kind),
+            func.max(db.Question.kind),
+            func.count(db.Question.id),
+            func.count(db.Label.id),
+            correct,
+        )
+        .where(*where)
+        .group_by(db.Question.question_id)
+        .order_by(db.Question.question_id)
+    ).all()
+    confusion_cells = session.execute(
+        _questions_query(db.Question.question_id, db.Label.value_json, db.Answer.value_json, func.count())
+        .where(*where, db.Question.kind.in_(CONFUSION_KINDS), db.Label.id.is_not(None), db.Answer.id.is_not(None))
+        .group_by(db.Question.question_id, db.Label.value_json, db.Answer.value_json)
+    ).all()
+    confusion: dict[str, dict[str, dict[str, int]]] = {}
+    for question_id, label_json, answer_json, count in confusion_cells:
+        row = confusion.setdefault(question_id, {}).setdefault(_as_text(label_json), {})
+        row[_as_text(answer_json)] = int(count)
+
+    questions = {}
+    for question_id, low_kind, high_kind, count, q_labelled, q_correct in per_question:
+        q_labelled, q_correct = int(q_labelled), int(q_correct or 0)
+        questions[question_id] = QuestionAccuracy(
+            count=int(count),
+            labelled=q_labelled,
+            correct=q_correct,
+            accuracy=_ratio(q_correct, q_labelled),
+            kind=low_kind if low_kind == high_kind else "mixed",
+            confusion=confusion.get(question_id) if low_kind in CONFUSION_KINDS or high_kind in CONFUSION_KINDS else None,
+        )
+    return AccuracyReport(
+        groups=groups,
+        groups_labelled=groups_labelled,
+        questions_labelled=labelled,
+        per_question_accuracy=_ratio(right, labelled),
+        group_accuracy=_ratio(groups_correct, groups_labelled),
+        questions=questions,
+        filters=_echo(filters),
+    )
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _table(rows: list[tuple[str, ...]], right_from: int = 1) -> list[str]:
+    """Columns padded to a common width; columns from `right_from` on are right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.rjust(w) if i >= right_from else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
+
+
+def format_report(report: AccuracyReport) -> str:
+    """The report as a plain-text table for the terminal."""
+    lines = [
+        f"groups: {report.groups}  fully labelled: {report.groups_labelled}  "
+        f"labelled questions: {report.questions_labelled}",
+        f"per-question accuracy: {_score(report.per_question_accuracy)}",
+        f"group accuracy:        {_score(report.group_accuracy)}",
+    ]
+    if report.filters:
+        lines.append("filters: " + "  ".join(f"{k}={v}" for k, v in report.filters.items()))
+    if report.questions:
+        rows = [("question", "kind", "count", "labelled", "correct", "accuracy")]
+        for question_id, q in report.questions.items():
+            rows.append((question_id, q.kind, str(q.count), str(q.labelled), str(q.correct), _score(q.accuracy)))
+        lines += ["", *_table(rows, right_from=2)]
+    for question_id, q in report.questions.items():
+        if not q.confusion:
+            continue
+        answers = sorted({answer for row in q.confusion.values() for answer in row})
+        rows = [("label \\ answer", *answers)]
+        for label in sorted(q.confusion):
+            rows.append((label, *(str(q.confusion[label].get(answer, 0)) for answer in answers)))
+        lines += ["", f"confusion of {question_id}:", *_table(rows)]
+    return "\n".join(lines)
