@@ -15,6 +15,7 @@ from decision_engine.backends.protocol import PrefixInput  # noqa: E402
 from decision_engine.backends.vocabulary import Vocabulary  # noqa: E402
 from decision_engine.model.loader import random_model  # noqa: E402
 from decision_engine.model.transformer import BlockDiffusionConfig  # noqa: E402
+from store_fixtures import *  # noqa: E402, F403 - the store's database fixtures
 
 
 class FakeCache:
