@@ -16,8 +16,8 @@ from sqlalchemy.pool import NullPool
 
 from decision_engine.store.database import create_db_engine, session_factory
 from decision_engine.store.migrate import upgrade
-from decision_engine.types import AnswerSchema, DecisionRequest, DecisionResponse, Document, Evidence, Question, Rule
 from decision_engine.types import Answer as WireAnswer
+from decision_engine.types import AnswerSchema, DecisionRequest, DecisionResponse, Document, Evidence, Question, Rule
 
 __all__ = ["postgres_database", "store_url", "bare_store_engine", "store_engine", "store_sessions", "store_session"]
 
@@ -75,7 +75,9 @@ def postgres_database():
     """An AUTOCOMMIT engine on a fresh database `de_test_<hex>`, dropped after the session."""
     problems = []
     for url in POSTGRES_URLS:
-        admin = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool, connect_args={"connect_timeout": 3})
+        admin = sa.create_engine(
+            url, isolation_level="AUTOCOMMIT", poolclass=NullPool, connect_args={"connect_timeout": 3}
+        )
         try:
             with admin.connect() as connection:
                 name = f"de_test_{secrets.token_hex(6)}"

@@ -114,7 +114,9 @@ def test_report_on_a_store_without_tables(url, capsys):
     assert "db upgrade" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [("db", "upgrade"), ("db", "check"), ("keys", "create", "--scope", "read"), ("report",)])
+@pytest.mark.parametrize(
+    "argv", [("db", "upgrade"), ("db", "check"), ("keys", "create", "--scope", "read"), ("report",)], ids=" ".join
+)
 def test_unreachable_store_is_one_line_and_exit_1(argv, capsys):
     start = time.monotonic()
     assert cli(*argv, "--db", UNREACHABLE) == 1
@@ -128,3 +130,11 @@ def test_db_defaults_to_database_url(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'env.sqlite3'}")
     assert cli("db", "upgrade") == 0
     assert (tmp_path / "env.sqlite3").is_file()
+
+
+def test_unknown_revision_is_one_line_and_exit_2(url, capsys):
+    assert cli("db", "upgrade", "--db", url) == 0
+    capsys.readouterr()
+    assert cli("db", "downgrade", "nonexistent", "--db", url) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "nonexistent" in err and err.count("\n") == 1

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
+from alembic import command
 
-from decision_engine.store.migrate import check, current_revision, downgrade, head_revision, upgrade
+from decision_engine.store.database import create_db_engine
+from decision_engine.store.migrate import alembic_config, check, current_revision, downgrade, head_revision, upgrade
 from decision_engine.store.schema import Base
 
 
@@ -44,3 +46,13 @@ def test_check_reports_an_old_revision(store_engine):
     with store_engine.begin() as connection:
         connection.execute(sa.text("UPDATE alembic_version SET version_num = 'old'"))
     assert check(store_engine) == ["database is at revision old, the migrations' head is 0001"]
+
+
+def test_a_url_config_migrates_with_its_own_engine(tmp_path):
+    url = f"sqlite:///{tmp_path / 'by-url.sqlite3'}"
+    command.upgrade(alembic_config(url), "head")
+    engine = create_db_engine(url)
+    try:
+        assert current_revision(engine) == "0001" and check(engine) == []
+    finally:
+        engine.dispose()

@@ -97,7 +97,8 @@ def test_a_response_missing_an_answer_is_refused(store_session):
 def test_idempotency_key_returns_the_first_decision(store_session):
     request, response = make_request(), make_response(VALUES)
     first, created = record_decision(store_session, request, response, idempotency_key="abc")
-    again, created_again = record_decision(store_session, request, make_response(VALUES, steps=9), idempotency_key="abc")
+    retried = make_response(VALUES, steps=9)
+    again, created_again = record_decision(store_session, request, retried, idempotency_key="abc")
     assert (created, created_again) == (True, False)
     assert again == first == find_idempotent(store_session, "abc", None)
     assert load_decision(store_session, first).steps == 3

@@ -21,7 +21,8 @@ GROUPS = [
     ("r1", "d1", "m1", "joint", dt.datetime(2024, 1, 1, tzinfo=UTC), (E, True, 30), {"q1": E, "q2": True, "q3": 30}),
     ("r1", "d1", "m1", "joint", dt.datetime(2024, 2, 1, tzinfo=UTC), (C, True, 30), {"q1": E, "q2": True, "q3": 31}),
     ("r1", "d1", "m1", "joint", dt.datetime(2024, 3, 1, tzinfo=UTC), (E, False, 7), {"q1": E}),
-    ("r2", "d2", "m2", "independent", dt.datetime(2024, 4, 1, tzinfo=UTC), (N, False, 7), {"q1": N, "q2": False, "q3": 7}),
+    ("r2", "d2", "m2", "independent", dt.datetime(2024, 4, 1, tzinfo=UTC), (N, False, 7),
+     {"q1": N, "q2": False, "q3": 7}),
     ("r1", None, "m1", "joint", dt.datetime(2024, 5, 1, tzinfo=UTC), (E, True, 1), {}),
 ]
 

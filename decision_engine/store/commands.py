@@ -6,16 +6,21 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 EXIT_UNAVAILABLE = 1
 EXIT_INVALID = 2
 DB_HELP = "database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)"
 
 
-def _store_command(handler: Callable[[argparse.Namespace, object], int]) -> Callable[[argparse.Namespace], int]:
+def _store_command(handler: Callable[[argparse.Namespace, Engine], int]) -> Callable[[argparse.Namespace], int]:
     """Open the store named by --db, run `handler(args, engine)`, and turn an outage into one line."""
 
     def run(args: argparse.Namespace) -> int:
+        from alembic.util import CommandError
         from sqlalchemy.exc import ArgumentError, SQLAlchemyError
         from sqlalchemy.engine import make_url
 
@@ -33,6 +38,9 @@ def _store_command(handler: Callable[[argparse.Namespace, object], int]) -> Call
             return EXIT_UNAVAILABLE
         try:
             return handler(args, engine)
+        except CommandError as error:  # e.g. an unknown revision
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
         except SQLAlchemyError as error:
             if not is_unavailable(error):
                 raise
@@ -115,7 +123,8 @@ def _moment(flag: str, text: str | None) -> dt.datetime | None:
     try:
         return dt.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{flag}: {text!r} is not an ISO date or time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z") from None
+        example = "e.g. 2025-01-31 or 2025-01-31T12:00:00Z"
+        raise ValueError(f"{flag}: {text!r} is not an ISO date or time, {example}") from None
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -163,9 +163,8 @@ def _run_id(session: Session, name: str, model: str, model_version: str, mode: s
     """Get or create the run; concurrent creators end up with the same row."""
     key = {"name": name, "model": model, "model_version": model_version, "mode": mode, "dataset": dataset}
     table = db.Run.__table__
-    session.execute(
-        insert_for(session, table).values(**key, created_at=db.utcnow()).on_conflict_do_nothing(index_elements=list(key))
-    )
+    insert = insert_for(session, table).values(**key, created_at=db.utcnow())
+    session.execute(insert.on_conflict_do_nothing(index_elements=list(key)))
     return session.scalars(select(db.Run.id).filter_by(**key)).one()
 
 

@@ -87,11 +87,12 @@ def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
         .subquery()
     )
     fully_labelled = per_group.c.labelled == per_group.c.questions
+    all_correct = and_(fully_labelled, per_group.c.correct == per_group.c.questions)
     totals = session.execute(
         select(
             func.count(),
             func.coalesce(func.sum(case((fully_labelled, 1), else_=0)), 0),
-            func.coalesce(func.sum(case((and_(fully_labelled, per_group.c.correct == per_group.c.questions), 1), else_=0)), 0),
+            func.coalesce(func.sum(case((all_correct, 1), else_=0)), 0),
             func.coalesce(func.sum(per_group.c.labelled), 0),
             func.coalesce(func.sum(per_group.c.correct), 0),
         ).select_from(per_group)
@@ -130,7 +131,7 @@ def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
             correct=q_correct,
             accuracy=_ratio(q_correct, q_labelled),
             kind=low_kind if low_kind == high_kind else "mixed",
-            confusion=confusion.get(question_id) if low_kind in CONFUSION_KINDS or high_kind in CONFUSION_KINDS else None,
+            confusion=confusion.get(question_id),
         )
     return AccuracyReport(
         groups=groups,
@@ -150,10 +151,11 @@ def _score(value: float | None) -> str:
 def _table(rows: list[tuple[str, ...]], right_from: int = 1) -> list[str]:
     """Columns padded to a common width; columns from `right_from` on are right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.rjust(w) if i >= right_from else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-        for row in rows
-    ]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(w) if i >= right_from else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return lines
 
 
 def format_report(report: AccuracyReport) -> str:
