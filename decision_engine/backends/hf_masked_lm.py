@@ -42,6 +42,7 @@ class HFMaskedLMBackend:
         self.vocab = Vocabulary.from_tokenizer(tokenizer)
         self.device = torch.device(device)
         self.name = f"hf:{Path(folder).name}"
+        self.version = getattr(model.config, "_commit_hash", None) or ""
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,6 +44,7 @@ class NativeBackend:
         self.model = model.to(device).eval()
         self.vocab = vocab
         self.name = name
+        self.version = ""  # short content hash of the checkpoint; empty for the untrained base
         self.device = torch.device(device)
         self.max_positions = model.cfg.max_positions
         self.context_tokens: int | None = None  # document-token cap the model was trained with
@@ -66,4 +68,15 @@ def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     model, meta = load_checkpoint(path, device)
     backend = NativeBackend(model, vocab, meta.get("name", path.name), device)
     backend.context_tokens = meta.get("context_tokens")
+    backend.version = checkpoint_version(path)
     return backend
+
+
+def checkpoint_version(folder: Path) -> str:
+    """The first 12 hex digits of the SHA-256 over a checkpoint's files, so stored decisions name exact weights."""
+    digest = hashlib.sha256()
+    for file in sorted(Path(folder).iterdir()):
+        if file.is_file() and file.suffix in (".json", ".safetensors"):
+            digest.update(file.name.encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:12]

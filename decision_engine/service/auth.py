@@ -1,0 +1,35 @@
+"""API-key guards: `Authorization: Bearer <key>`, one scope per route, admin covers all."""
+
+from __future__ import annotations
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from ..store.keys import allows
+
+
+def require(scope: str):
+    """A guard letting through keys whose scope covers `scope` (every request when auth is off)."""
+
+    async def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+        state = connection.app.state
+        if not state.settings.auth:
+            connection.state.api_key_id = None
+            return
+        header = connection.headers.get("authorization", "")
+        kind, _, key = header.partition(" ")
+        if kind.lower() != "bearer" or not key.strip():
+            raise NotAuthorizedException(
+                detail="missing API key: send 'Authorization: Bearer <key>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        identity = await state.store.authenticate(key.strip())
+        if identity is None:
+            raise NotAuthorizedException(detail="unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+        if not allows(identity.scope, scope):
+            raise PermissionDeniedException(detail=f"this key has scope {identity.scope!r}; this call needs {scope!r}")
+        connection.state.api_key_id = identity.id
+
+    guard.__name__ = f"require_{scope}"
+    return guard

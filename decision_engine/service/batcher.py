@@ -1,0 +1,122 @@
+"""Gathering concurrent requests into shared model calls, run off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..engine import DecisionEngine
+from ..errors import RequestError
+from ..types import DecisionRequest, DecisionResponse
+
+
+@dataclass
+class _Pending:
+    request: DecisionRequest
+    future: asyncio.Future
+
+
+class DecisionBatcher:
+    """Requests arriving within `max_wait_ms` of each other (up to `max_batch`) share denoising passes.
+
+    One worker thread runs the model, so the event loop stays free and the model sees one batch at a time;
+    requests that arrive while a batch runs form the next one.
+    """
+
+    def __init__(self, engine: DecisionEngine, max_batch: int = 16, max_wait_ms: float = 5.0):
+        self.engine = engine
+        self.max_batch = max_batch
+        self.max_wait_s = max_wait_ms / 1e3
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._worker: asyncio.Task | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self.batches = 0  # model calls so far, for tests and metrics
+        self.largest_batch = 0
+
+    async def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decision-model")
+        self._worker = asyncio.create_task(self._serve())
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop the worker."""
+        if self._worker is None:
+            return
+        while self._queue is not None and not self._queue.empty():
+            await asyncio.sleep(0.01)
+        self._worker.cancel()
+        try:
+            await self._worker
+        except asyncio.CancelledError:
+            pass
+        self._pool.shutdown(wait=True)
+        self._worker = None
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        """Decide one request in the next shared batch; raises RequestError for a request the model cannot take."""
+        if self._queue is None:
+            raise RuntimeError("the batcher is not started")
+        future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Pending(request, future))
+        return await future
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._queue.get()]
+            deadline = loop.time() + self.max_wait_s
+            while len(batch) < self.max_batch:
+                if not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
+                    continue
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), left))
+                except TimeoutError:
+                    break
+            self.batches += 1
+            self.largest_batch = max(self.largest_batch, len(batch))
+            try:
+                outcomes = await loop.run_in_executor(self._pool, decide_together, self.engine, [p.request for p in batch])
+            except Exception as error:  # a bug in the engine: every request of the batch gets it
+                outcomes = [error] * len(batch)
+            for pending, outcome in zip(batch, outcomes):
+                if pending.future.done():  # the client went away
+                    continue
+                if isinstance(outcome, BaseException):
+                    pending.future.set_exception(outcome)
+                else:
+                    pending.future.set_result(outcome)
+
+
+def decide_together(engine: DecisionEngine, requests: list[DecisionRequest]) -> list[DecisionResponse | Exception]:
+    """Decide requests in one shared run; a request the engine refuses fails alone, not the batch."""
+    started = time.perf_counter()
+    outcomes: list[DecisionResponse | Exception] = [RuntimeError("not decided")] * len(requests)
+    prepared, positions = [], []
+    for i, request in enumerate(requests):
+        try:
+            prepared.append(engine.prepare(request, request.mode))
+            positions.append(i)
+        except RequestError as error:
+            outcomes[i] = error
+    if not prepared:
+        return outcomes
+    prepare_ms = (time.perf_counter() - started) * 1e3
+    try:
+        responses = engine.run(prepared, prepare_ms)
+    except RequestError:
+        # A model-specific problem with one request (the layout is checked per request, but be safe): one by one.
+        responses = []
+        for i in positions:
+            try:
+                responses.append(engine.decide(requests[i]))
+            except RequestError as error:
+                responses.append(error)
+    for i, response in zip(positions, responses):
+        outcomes[i] = response
+    return outcomes

@@ -1,0 +1,61 @@
+"""`decision-engine serve`: the service with the bundled model and a SQLite file, in one command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_service_commands(sub) -> None:
+    serve = sub.add_parser("serve", help="run the REST service (migrates the store on first start)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db", help="database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)")
+    serve.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+    serve.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    serve.add_argument("--retrieval", choices=["hybrid", "lexical", "leading"], default="lexical")
+    serve.add_argument("--no-auth", action="store_true", help="accept requests without API keys (local experiments only)")
+    serve.add_argument("--no-document-text", action="store_true", help="store only each document's SHA-256")
+    serve.add_argument("--max-in-flight", type=int, default=64, help="requests served at once; past it 429")
+    serve.add_argument("--batch-max", type=int, default=16, help="requests sharing one model call")
+    serve.add_argument("--batch-wait-ms", type=float, default=5.0, help="how long a request waits for company")
+    serve.add_argument("--max-document-chars", type=int, default=1_000_000)
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..model.loader import ModelLoadError
+    from ..validation import Limits
+    from .app import create_app
+    from .settings import ServiceSettings
+
+    if args.max_in_flight < 1 or args.batch_max < 1 or args.batch_wait_ms < 0:
+        print("error: --max-in-flight and --batch-max must be at least 1, --batch-wait-ms at least 0", file=sys.stderr)
+        return 2
+    settings = ServiceSettings(
+        database_url=args.db,
+        model_path=args.model,
+        device=args.device,
+        retrieval=args.retrieval,
+        auth=not args.no_auth,
+        store_document_text=not args.no_document_text,
+        max_in_flight=args.max_in_flight,
+        batch_max=args.batch_max,
+        batch_wait_ms=args.batch_wait_ms,
+        limits=Limits(max_document_chars=args.max_document_chars),
+    )
+    if not settings.auth:
+        print("warning: --no-auth: anyone who can reach this port can decide, label and read", file=sys.stderr)
+    from ..factory import build_engine
+
+    try:
+        engine = build_engine(settings.model_path, settings.device, settings.limits, settings.retrieval)
+    except ModelLoadError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    app = create_app(settings, engine)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
+    return 0

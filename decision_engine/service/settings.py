@@ -1,0 +1,27 @@
+"""Service settings: everything the app factory needs, with embedded defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..validation import Limits
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """How the service runs; the defaults give a working service on one machine."""
+
+    database_url: str | None = None  # None: $DATABASE_URL, else a SQLite file in the working folder
+    model_path: str | None = None  # None: the bundled model
+    device: str = "cpu"
+    retrieval: str = "lexical"  # hybrid, lexical or leading
+    auth: bool = True  # Bearer API keys; off only for local experiments
+    store_document_text: bool = True  # False keeps only each document's SHA-256 and length
+    migrate: bool = True  # upgrade the store to the newest schema on start
+    run: str = "api"  # run name under which API decisions are stored unless a request names one
+    max_body_bytes: int = 8 * 1024 * 1024  # a 1M-character document in JSON, with room to spare
+    max_in_flight: int = 64  # requests being served at once; past it, 429 with Retry-After
+    batch_max: int = 16  # requests gathered into one model call
+    batch_wait_ms: float = 5.0  # how long the first request of a batch waits for company
+    key_cache_s: float = 10.0  # how long a checked API key is trusted without asking the store again
+    limits: Limits = field(default_factory=Limits)
