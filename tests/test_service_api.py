@@ -28,6 +28,18 @@ def client(sqlite_url, keys, tiny_backend):
         yield test_client
 
 
+@pytest.fixture
+def store_keys(store_url) -> dict[str, str]:
+    return migrated_keys(store_url)
+
+
+@pytest.fixture
+def store_client(store_url, store_keys, tiny_backend):
+    """A client over SQLite and, in a second run, over PostgreSQL."""
+    with TestClient(build_app(store_url, tiny_backend)) as test_client:
+        yield test_client
+
+
 def post_decision(client, body, key, **headers):
     return client.post(
         "/v1/decisions",
@@ -36,64 +48,64 @@ def post_decision(client, body, key, **headers):
     )
 
 
-def test_decide_store_label_report(client, keys):
+def test_decide_store_label_report(store_client, store_keys):
     body, labels = sample_request()
-    created = post_decision(client, body | {"dataset": "leases", "external_id": "case-1"}, keys["decide"])
+    created = post_decision(store_client, body | {"dataset": "leases", "external_id": "case-1"}, store_keys["decide"])
     assert created.status_code == 201, created.text
     decision = created.json()
     assert created.headers["location"] == f"/v1/decisions/{decision['id']}"
     assert [a["id"] for a in decision["answers"]] == [q["id"] for q in body["questions"]]
 
-    stored = client.get(f"/v1/decisions/{decision['id']}", headers=bearer(keys["read"])).json()
+    stored = store_client.get(f"/v1/decisions/{decision['id']}", headers=bearer(store_keys["read"])).json()
     assert stored["answers"] == decision["answers"]
     assert stored["dataset"] == "leases" and stored["external_id"] == "case-1"
     assert stored["document"]["text"] == body["document"]["text"]
     assert stored["labels"] == {}
 
-    labelled = client.put(
+    labelled = store_client.put(
         f"/v1/decisions/{decision['id']}/labels",
         content=json.dumps({"labels": labels}),
-        headers={"content-type": "application/json", **bearer(keys["label"])},
+        headers={"content-type": "application/json", **bearer(store_keys["label"])},
     )
     assert labelled.status_code == 200, labelled.text
     assert labelled.json()["labels"] == labels
 
-    report = client.get("/v1/reports/accuracy", params={"dataset": "leases"}, headers=bearer(keys["read"])).json()
+    report = store_client.get("/v1/reports/accuracy", params={"dataset": "leases"}, headers=bearer(store_keys["read"])).json()
     right = [a["value"] == labels[a["id"]] for a in decision["answers"]]
     assert report["groups"] == 1 and report["groups_labelled"] == 1
     assert report["per_question_accuracy"] == pytest.approx(sum(right) / len(right))
     assert report["group_accuracy"] == (1.0 if all(right) else 0.0)
     assert set(report["questions"]) == set(labels)
-    empty = client.get("/v1/reports/accuracy", params={"dataset": "other"}, headers=bearer(keys["read"])).json()
+    empty = store_client.get("/v1/reports/accuracy", params={"dataset": "other"}, headers=bearer(store_keys["read"])).json()
     assert empty["groups"] == 0
 
 
-def test_labels_last_write_wins(client, keys):
+def test_labels_last_write_wins(store_client, store_keys):
     body, labels = sample_request()
-    decision = post_decision(client, body, keys["decide"]).json()
+    decision = post_decision(store_client, body, store_keys["decide"]).json()
     question = next(q for q in body["questions"] if q["schema"]["type"] == "boolean")
     qid = question["id"]
     first = labels[qid]
     other = not first
-    headers = {"content-type": "application/json", **bearer(keys["admin"])}
+    headers = {"content-type": "application/json", **bearer(store_keys["admin"])}
     for value in (first, other):
-        reply = client.put(f"/v1/decisions/{decision['id']}/labels", content=json.dumps({"labels": {qid: value}}), headers=headers)
+        reply = store_client.put(f"/v1/decisions/{decision['id']}/labels", content=json.dumps({"labels": {qid: value}}), headers=headers)
         assert reply.status_code == 200, reply.text
-    assert client.get(f"/v1/decisions/{decision['id']}", headers=bearer(keys["admin"])).json()["labels"] == {qid: other}
+    assert store_client.get(f"/v1/decisions/{decision['id']}", headers=bearer(store_keys["admin"])).json()["labels"] == {qid: other}
 
 
-def test_idempotency_key_returns_the_first_result(client, keys):
+def test_idempotency_key_returns_the_first_result(store_client, store_keys):
     body, _ = sample_request()
-    first = post_decision(client, body, keys["decide"], **{"Idempotency-Key": "retry-1"})
-    again = post_decision(client, body, keys["decide"], **{"Idempotency-Key": "retry-1"})
+    first = post_decision(store_client, body, store_keys["decide"], **{"Idempotency-Key": "retry-1"})
+    again = post_decision(store_client, body, store_keys["decide"], **{"Idempotency-Key": "retry-1"})
     assert first.status_code == 201 and again.status_code == 200
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json()["id"] == first.json()["id"]
     assert again.json()["answers"] == first.json()["answers"]
     other, _ = sample_request(1)
-    conflict = post_decision(client, other, keys["decide"], **{"Idempotency-Key": "retry-1"})
+    conflict = post_decision(store_client, other, store_keys["decide"], **{"Idempotency-Key": "retry-1"})
     assert conflict.status_code == 409 and conflict.json()["field"] == "Idempotency-Key"
-    report = client.get("/v1/reports/accuracy", headers=bearer(keys["read"])).json()
+    report = store_client.get("/v1/reports/accuracy", headers=bearer(store_keys["read"])).json()
     assert report["groups"] == 1
 
 
@@ -177,20 +189,20 @@ def test_bad_labels_are_refused_and_nothing_is_written(client, keys):
     assert _label(client, keys["label"], "0" * 32, {"labels": labels}).status_code == 404
 
 
-def test_keys_and_scopes(client, keys):
+def test_keys_and_scopes(store_client, store_keys):
     body, labels = sample_request()
-    assert post_decision(client, body, keys["decide"]).status_code == 201
-    no_key = client.post("/v1/decisions", content=json.dumps(body), headers={"content-type": "application/json"})
+    assert post_decision(store_client, body, store_keys["decide"]).status_code == 201
+    no_key = store_client.post("/v1/decisions", content=json.dumps(body), headers={"content-type": "application/json"})
     assert no_key.status_code == 401 and no_key.json()["field"] == "Authorization"
-    assert post_decision(client, body, "dek_wrong").status_code == 401
+    assert post_decision(store_client, body, "dek_wrong").status_code == 401
     for scope in ("read", "label"):
-        refused = post_decision(client, body, keys[scope])
+        refused = post_decision(store_client, body, store_keys[scope])
         assert refused.status_code == 403 and "decide" in refused.json()["problem"]
-    decision_id = post_decision(client, body, keys["admin"]).json()["id"]
-    assert client.get(f"/v1/decisions/{decision_id}", headers=bearer(keys["decide"])).status_code == 403
-    assert client.get(f"/v1/decisions/{decision_id}", headers=bearer(keys["admin"])).status_code == 200
-    assert _label(client, keys["read"], decision_id, {"labels": labels}).status_code == 403
-    assert client.get("/v1/reports/accuracy", headers=bearer(keys["label"])).status_code == 403
+    decision_id = post_decision(store_client, body, store_keys["admin"]).json()["id"]
+    assert store_client.get(f"/v1/decisions/{decision_id}", headers=bearer(store_keys["decide"])).status_code == 403
+    assert store_client.get(f"/v1/decisions/{decision_id}", headers=bearer(store_keys["admin"])).status_code == 200
+    assert _label(store_client, store_keys["read"], decision_id, {"labels": labels}).status_code == 403
+    assert store_client.get("/v1/reports/accuracy", headers=bearer(store_keys["label"])).status_code == 403
 
 
 def test_no_auth_opens_the_api(sqlite_url, keys, tiny_backend):
