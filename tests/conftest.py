@@ -42,10 +42,11 @@ class FakeModel:
         self.prefixes.extend(prefixes)
         return FakeCache(range(len(prefixes)))
 
-    def block_logits(self, cache, block_ids, block_slots):
+    def block_logits(self, cache, block_ids, block_slots, columns=None):
         self.calls += 1
         self.block_shapes.append(tuple(block_ids.shape))
-        return self.logits_fn(self.calls, cache.rows, block_ids)
+        logits = self.logits_fn(self.calls, cache.rows, block_ids)
+        return logits if columns is None else logits.index_select(-1, columns)
 
 
 def random_logits(seed: int, scale: float = 3.0) -> Callable:

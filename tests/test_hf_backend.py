@@ -195,9 +195,9 @@ def test_long_document_fits_positions(backend, monkeypatch):
     widths = []
     real = backend.block_logits
 
-    def spy(cache, block_ids, block_slots):
+    def spy(cache, block_ids, block_slots, columns=None):
         widths.append(int(cache.lengths.max()) + block_ids.shape[1])
-        return real(cache, block_ids, block_slots)
+        return real(cache, block_ids, block_slots, columns)
 
     monkeypatch.setattr(backend, "block_logits", spy)
     raw = _request(text, "joint")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from decision_engine.backends.protocol import PrefixInput
+from decision_engine.engine import DecisionEngine
 from decision_engine.model import loader
 from decision_engine.model.loader import ModelLoadError, load_checkpoint, random_model, save_checkpoint
 from decision_engine.model.transformer import BlockDiffusionConfig
+from decision_engine.requests_file import read_requests
 
 
 def _prefix(n: int, offset: int = 1000) -> PrefixInput:
@@ -42,6 +46,32 @@ def test_cached_prefix_equals_one_full_pass(tiny_backend):
         full = model(ids, slots, mask, block, block_slots)
     cached = tiny_backend.block_logits(tiny_backend.encode_prefix([p]), block, block_slots)
     assert torch.allclose(full, cached, atol=1e-5)
+
+
+def test_scoring_chosen_columns_equals_slicing_the_whole_vocabulary(tiny_backend):
+    cache = tiny_backend.encode_prefix([_prefix(12)])
+    block, slots = torch.tensor([[103, 103, 2003]]), torch.tensor([[1, 1, 2]])
+    columns = torch.tensor([5, 1000, 2003, 30000])
+    full = tiny_backend.block_logits(cache, block, slots)
+    chosen = tiny_backend.block_logits(cache, block, slots, columns)
+    assert chosen.shape == (1, 3, 4)
+    assert torch.allclose(chosen, full[..., columns], atol=1e-5)
+
+
+def test_engine_decides_the_same_with_or_without_column_scoring(tiny_backend, monkeypatch):
+    """Confidence is renormalised over allowed tokens, so scoring only those cannot change a decision."""
+    items = [i for i in read_requests(Path(__file__).parents[1] / "samples" / "lease_termination.jsonl") if i.request]
+    engine = DecisionEngine(tiny_backend)
+    scored = engine.decide_batch([i.request for i in items])
+    real = tiny_backend.block_logits
+
+    def whole_vocabulary(cache, block_ids, block_slots, columns=None):
+        logits = real(cache, block_ids, block_slots)  # every column, sliced afterwards
+        return logits if columns is None else logits[..., columns]
+
+    monkeypatch.setattr(tiny_backend, "block_logits", whole_vocabulary)
+    sliced = engine.decide_batch([i.request for i in items])
+    assert [[a.value for a in r.answers] for r in scored] == [[a.value for a in r.answers] for r in sliced]
 
 
 def test_slot_embedding_tells_slots_apart(tiny_backend):

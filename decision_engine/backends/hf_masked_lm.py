@@ -49,7 +49,13 @@ class HFMaskedLMBackend:
         ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
         return TokenPrefixCache(ids, mask.sum(dim=1))
 
-    def block_logits(self, cache: TokenPrefixCache, block_ids: torch.Tensor, block_slots: torch.Tensor) -> torch.Tensor:
+    def block_logits(
+        self,
+        cache: TokenPrefixCache,
+        block_ids: torch.Tensor,
+        block_slots: torch.Tensor,
+        columns: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         batch, block_len = block_ids.shape
         width = int(cache.lengths.max()) + block_len
         ids = torch.full((batch, width), self.vocab.pad_id, dtype=torch.long, device=self.device)
@@ -64,4 +70,5 @@ class HFMaskedLMBackend:
         mask[rows, starts] = (block_slots.to(self.device) > 0).long()
         with torch.inference_mode():
             logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
-        return logits[rows, starts]
+        block = logits[rows, starts]  # (B, L, V)
+        return block if columns is None else block.index_select(-1, columns.to(self.device))

@@ -54,10 +54,16 @@ class NativeBackend:
         with torch.inference_mode():
             return self.model.encode_prefix(ids, slots, mask)
 
-    def block_logits(self, cache: PrefixState, block_ids: torch.Tensor, block_slots: torch.Tensor) -> torch.Tensor:
+    def block_logits(
+        self,
+        cache: PrefixState,
+        block_ids: torch.Tensor,
+        block_slots: torch.Tensor,
+        columns: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         with torch.inference_mode():
             hidden = self.model.block_hidden(cache, block_ids.to(self.device), block_slots.to(self.device))
-            return self.model.logits(hidden)
+            return self.model.logits(hidden, None if columns is None else columns.to(self.device))
 
 
 def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:

@@ -46,5 +46,6 @@ class DenoisingModel(Protocol):
         cache: PrefixCache,
         block_ids: torch.Tensor,  # (B, L) current block tokens, mask id where still masked
         block_slots: torch.Tensor,  # (B, L) 1-based slot index per position, 0 on padding
+        columns: torch.Tensor | None = None,  # (C,) vocabulary ids to score; None: the whole vocabulary
     ) -> torch.Tensor:
-        """Logits (B, L, V) for every block position."""
+        """Logits (B, L, V), or (B, L, C) for the given vocabulary ids only, for every block position."""

@@ -49,7 +49,8 @@ class Block:
     sequential: bool = False
     steps: int = 0
     positions: list[tuple[int, int]] = field(default_factory=list)  # (slot, position) per block position
-    last_logits: torch.Tensor | None = None
+    last_logits: torch.Tensor | None = None  # (L, C) of the last step, over `last_columns`
+    last_columns: Columns | None = None
 
     def __post_init__(self):
         spaces = self.group.constraints.spaces
@@ -61,20 +62,50 @@ class Block:
         c = self.group.constraints
         return [i for i, (s, p) in enumerate(self.positions) if c.is_open(s, p)]
 
+    def allowed_tokens(self) -> set[int]:
+        """Every token some open position of the block may still take."""
+        c = self.group.constraints
+        tokens: set[int] = set()
+        for s, p in self.positions:
+            if c.is_open(s, p):
+                tokens.update(c.allowed(s)[p])
+        return tokens
 
-def _allowed_tensor(options: Sequence[Sequence[int]]) -> torch.Tensor:
+
+@dataclass(frozen=True)
+class Columns:
+    """The vocabulary ids a forward pass scored, in logit-column order.
+
+    Confidence is renormalised over each position's allowed tokens, so only those need logits:
+    scoring the union of allowed tokens gives the same decisions as the whole vocabulary.
+    """
+
+    token_ids: list[int]
+    index: dict[int, int]
+
+    @classmethod
+    def of(cls, tokens: set[int]) -> Columns:
+        ordered = sorted(tokens)
+        return cls(ordered, {t: c for c, t in enumerate(ordered)})
+
+    def tensor(self) -> torch.Tensor:
+        return torch.tensor(self.token_ids, dtype=torch.long)
+
+
+def _allowed_tensor(options: Sequence[Sequence[int]], columns: Columns) -> torch.Tensor:
+    """Allowed tokens as logit columns (P, A), padded with -1."""
     width = max(len(o) for o in options)
     out = torch.full((len(options), width), -1, dtype=torch.long)
     for i, o in enumerate(options):
-        out[i, : len(o)] = torch.tensor(o, dtype=torch.long)
+        out[i, : len(o)] = torch.tensor([columns.index[t] for t in o], dtype=torch.long)
     return out
 
 
-def _best(block: Block, logits: torch.Tensor, index: int) -> tuple[float, int]:
+def _best(block: Block, logits: torch.Tensor, index: int, columns: Columns) -> tuple[float, int]:
     slot, position = block.positions[index]
     options = block.group.constraints.allowed(slot)[position]
-    conf, token = constrained_confidence_reference(logits[index : index + 1], _allowed_tensor([options]))
-    return float(conf[0]), int(token[0])
+    conf, column = constrained_confidence_reference(logits[index : index + 1], _allowed_tensor([options], columns))
+    return float(conf[0]), columns.token_ids[int(column[0])]
 
 
 def _note_done(group: GroupRun, slots: Sequence[int]) -> None:
@@ -99,25 +130,25 @@ def fill_forced(group: GroupRun) -> None:
     _note_done(group, [s for s, _, _ in forced])
 
 
-def denoise_step(block: Block, logits: torch.Tensor) -> int:
-    """Commit positions of one block from its logits (L, V); returns how many the model chose."""
+def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
+    """Commit positions of one block from its logits (L, C) over `columns`; returns how many the model chose."""
     block.steps += 1
-    block.last_logits = logits
+    block.last_logits, block.last_columns = logits, columns
     open_ = block.open_positions()
     if block.sequential:
-        conf, token = _best(block, logits, open_[0])
+        conf, token = _best(block, logits, open_[0], columns)
         _commit(block, open_[0], token, conf)
         return 1
     c = block.group.constraints
     options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
-    conf, _ = constrained_confidence_reference(logits[open_], _allowed_tensor(options))
+    conf, _ = constrained_confidence_reference(logits[open_], _allowed_tensor(options, columns))
     order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
     committed = 0
     for index in order:
         slot, position = block.positions[index]
         if not c.is_open(slot, position):
             continue  # filled as forced by an earlier commit of this step
-        confidence, token = _best(block, logits, index)  # rescored: earlier commits may narrow its options
+        confidence, token = _best(block, logits, index, columns)  # rescored: earlier commits may narrow its options
         if committed == 0 or confidence >= block.group.threshold:
             _commit(block, index, token, confidence)
             committed += 1
@@ -127,7 +158,7 @@ def denoise_step(block: Block, logits: torch.Tensor) -> int:
 def finish_block(block: Block) -> None:
     """Complete a block that ran out of steps from its last logits, most confident first."""
     while open_ := block.open_positions():
-        scored = [(_best(block, block.last_logits, i), i) for i in open_]
+        scored = [(_best(block, block.last_logits, i, block.last_columns), i) for i in open_]
         (confidence, token), index = max(scored, key=lambda item: item[0][0])
         _commit(block, index, token, confidence)
 
@@ -164,10 +195,11 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
             row_of = {block_index: row for row, block_index in enumerate(cached)}
             cache, cached = cache.select([row_of[i] for i in active]), active
         ids, numbers = block_tensors([blocks[i] for i in active], model.vocab.mask_id, model.vocab.pad_id)
-        logits = model.block_logits(cache, ids, numbers).float()
+        columns = Columns.of(set().union(*(blocks[i].allowed_tokens() for i in active)))
+        logits = model.block_logits(cache, ids, numbers, columns.tensor()).float()  # (B, L, C)
         for row, i in enumerate(active):
             if blocks[i].open_positions():  # another block of its group may have filled it
-                denoise_step(blocks[i], logits[row, : len(blocks[i].positions)])
+                denoise_step(blocks[i], logits[row, : len(blocks[i].positions)], columns)
     for i in live:
         if blocks[i].open_positions():
             finish_block(blocks[i])

@@ -150,9 +150,12 @@ class BlockDiffusionModel(nn.Module):
             x = layer.block_forward(x, pk, pv, prefix.mask, block_mask)
         return x
 
-    def logits(self, hidden):  # (B, L, C) -> (B, L, V)
+    def logits(self, hidden, columns=None):  # (B, L, C) -> (B, L, V), or (B, L, len(columns))
+        """Output logits, tied to the input embeddings; `columns` (K,) scores only those vocabulary ids."""
         h = self.head_norm(F.gelu(self.head_transform(hidden)))
-        return h @ self.embed.word.weight.T + self.head_bias
+        if columns is None:
+            return h @ self.embed.word.weight.T + self.head_bias
+        return h @ self.embed.word.weight[columns].T + self.head_bias[columns]
 
     def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots):
         """Training entry: logits of the answer block, prefix encoded in the same pass."""
