@@ -33,3 +33,20 @@ def block_attention_reference(
     total = weights_p.sum(dim=-1, keepdim=True) + weights_b.sum(dim=-1, keepdim=True)
     out = weights_p @ prefix_v + weights_b @ block_v
     return out / total.clamp(min=1e-30)
+
+
+def block_attention_fused(
+    q: torch.Tensor,  # (B, H, L, D)
+    prefix_k: torch.Tensor,  # (B, H, T, D)
+    prefix_v: torch.Tensor,
+    prefix_mask: torch.Tensor,  # (B, T)
+    block_k: torch.Tensor,  # (B, H, L, D)
+    block_v: torch.Tensor,
+    block_mask: torch.Tensor,  # (B, L)
+) -> torch.Tensor:
+    """The same attention through PyTorch's fused `scaled_dot_product_attention` over prefix and block
+    keys side by side: the fast path off CUDA (every row must see at least one real key)."""
+    keys = torch.cat([prefix_k, block_k], dim=2)  # (B, H, T + L, D)
+    values = torch.cat([prefix_v, block_v], dim=2)
+    mask = torch.cat([prefix_mask, block_mask], dim=1)[:, None, None, :]  # (B, 1, 1, T + L)
+    return torch.nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask)

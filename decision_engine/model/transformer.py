@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kernels.block_attention import block_attention_reference
+from ..kernels.block_attention import block_attention_fused
 
 
 @dataclass
@@ -108,7 +108,7 @@ class Layer(nn.Module):
     def block_forward(self, x, prefix_k, prefix_v, prefix_mask, block_mask):
         """Block pass: x (B, L, C) attends to the cached prefix and bidirectionally to itself."""
         q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
-        return self.finish(x, block_attention_reference(q, prefix_k, prefix_v, prefix_mask, k, v, block_mask))
+        return self.finish(x, block_attention_fused(q, prefix_k, prefix_v, prefix_mask, k, v, block_mask))
 
     def finish(self, x, attn):  # attn (B, H, T, D) -> output (B, T, C)
         b, h, t, d = attn.shape
