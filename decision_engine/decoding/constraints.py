@@ -19,14 +19,22 @@ class GroupConstraints:
         self.spaces = spaces
         self.rules = rules
         self.patterns: list[list[int | None]] = [[None] * s.length for s in spaces]
-        self._refresh()
+        self._reachable = [s.reachable(p) for s, p in zip(spaces, self.patterns)]
+        self._allowed: list[list[list[int] | None] | None] = [None] * len(spaces)
+        self.supported: list[set[int]] = []
+        self._refresh(None)
 
-    def _refresh(self) -> None:
-        reachable = [s.reachable(p) for s, p in zip(self.spaces, self.patterns)]
-        self.supported = self.rules.supported(reachable)
+    def _refresh(self, changed: int | None) -> None:
+        """Recompute what the rules support after a commit to slot `changed` (None: everything)."""
+        if changed is not None:
+            self._reachable[changed] = self.spaces[changed].reachable(self.patterns[changed])
+        before = self.supported
+        self.supported = self.rules.supported(self._reachable)
         if any(not classes for classes in self.supported):
             raise AssertionError("constraint state lost every valid completion")
-        self._allowed: list[list[list[int] | None] | None] = [None] * len(self.spaces)
+        for slot in range(len(self.spaces)):  # a slot's allowed tokens depend on its pattern and its support
+            if slot == changed or not before or before[slot] != self.supported[slot]:
+                self._allowed[slot] = None
 
     def allowed(self, slot: int) -> list[list[int] | None]:
         """Per position of `slot`: allowed token ids, or None once committed."""
@@ -48,7 +56,7 @@ class GroupConstraints:
         if options is None or token not in options:
             return False
         self.patterns[slot][position] = token
-        self._refresh()
+        self._refresh(slot)
         return True
 
     def fill_forced(self) -> list[tuple[int, int, int]]:
