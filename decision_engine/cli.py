@@ -219,11 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument("--check", action="store_true", help="exit 1 if the files differ from the types")
     schemas.set_defaults(func=_schemas)
 
+    from .batch.commands import add_batch_commands
     from .service.commands import add_service_commands
     from .store.commands import add_store_commands
 
     add_service_commands(sub)
     add_store_commands(sub)
+    add_batch_commands(sub)
     return parser
 
 

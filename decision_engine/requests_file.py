@@ -33,7 +33,8 @@ class RequestItem:
     error: RequestError | None = None
 
 
-def _item(obj: Any, line: int, limits: Limits) -> RequestItem:
+def request_item(obj: Any, line: int, limits: Limits = Limits()) -> RequestItem:
+    """One decoded JSON value as a RequestItem: its request, `id` (default: the line number) and labels."""
     try:
         extras = msgspec.convert(obj, type=_Extras) if isinstance(obj, dict) else _Extras()
     except msgspec.ValidationError as error:
@@ -58,7 +59,7 @@ def read_requests(path: Path, limits: Limits = Limits()) -> Iterator[RequestItem
     except msgspec.DecodeError:
         whole = None
     if isinstance(whole, dict):
-        yield _item(whole, 1, limits)
+        yield request_item(whole, 1, limits)
         return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -68,4 +69,4 @@ def read_requests(path: Path, limits: Limits = Limits()) -> Iterator[RequestItem
         except msgspec.DecodeError as error:
             yield RequestItem(number, str(number), None, None, RequestError("request", f"not valid JSON: {error}"))
             continue
-        yield _item(obj, number, limits)
+        yield request_item(obj, number, limits)

@@ -1,0 +1,174 @@
+"""`decision-engine batch`: decide a JSON Lines file, or a folder of documents against a checklist,
+into OUT and the store, resumably; added to the main CLI's parser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EXIT_FATAL = 1
+EXIT_SOME_ERRORS = 2
+EXIT_INTERRUPTED = 130
+MAX_RUN_CHARS = 200  # the store's run name column
+DB_HELP = "database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)"
+
+
+class _Fatal(Exception):
+    """A problem that stops the whole job; its message is printed as one line."""
+
+
+def add_batch_commands(subparsers) -> None:
+    """Add `batch` to the subparsers of the `decision-engine` parser."""
+    batch = subparsers.add_parser(
+        "batch",
+        help="decide a JSON Lines file, or every document of a folder against a checklist, resumably",
+        description="Decide many requests into OUT (one JSON line per item) and the store, under --run. "
+        "Rerunning the same command continues an interrupted job. Exit 0: all decided; 2: some items "
+        "were errors (listed in OUT's .errors.jsonl); 1: a fatal problem.",
+    )
+    batch.add_argument("input", nargs="?", metavar="INPUT.jsonl", help="requests, one per line (samples format)")
+    batch.add_argument("--documents", metavar="DIR", help="decide every .txt, .md and .json document under DIR")
+    batch.add_argument("--checklist", metavar="CHECKLIST.json", help="with --documents: questions, rules, mode, options")
+    batch.add_argument("--out", required=True, metavar="OUT.jsonl", help="one decision per line; appended on a rerun")
+    batch.add_argument("--run", required=True, metavar="NAME", help="run name the decisions are stored (and resumed) under")
+    batch.add_argument("--db", help=DB_HELP)
+    batch.add_argument("--dataset", metavar="TAG", help="dataset tag stored with the run")
+    batch.add_argument("--mode", choices=["joint", "independent", "sequential"], help="override each request's mode")
+    batch.add_argument("--batch-size", type=int, default=8, help="requests sharing each model call")
+    batch.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+    batch.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    batch.add_argument("--retrieval", choices=["hybrid", "lexical", "leading"], default="lexical")
+    batch.add_argument("--max-document-chars", type=int, default=1_000_000, help="longer documents are errors")
+    batch.add_argument("--engine", choices=["local", "ray"], default="local", help="decide here, or on Ray actors")
+    batch.add_argument("--address", help="Ray cluster address (ray://HEAD:10001 or auto); default: start Ray here")
+    batch.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the Ray instance started here")
+    batch.add_argument("--ray-actors", type=int, help="model replicas on Ray (default: one per CPU, or per GPU)")
+    batch.set_defaults(func=_batch)
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ..store.database import is_unavailable
+    from .outputs import OutputError
+    from .ray_engine import RayUnavailable
+
+    try:
+        return _run(args)
+    except (_Fatal, OutputError, RayUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FATAL
+    except SQLAlchemyError as error:
+        if not is_unavailable(error):
+            raise
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        print(f"error: cannot reach the store: {reason}; rerun the same command to continue", file=sys.stderr)
+        return EXIT_FATAL
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .engine_spec import EngineSpec
+    from .outputs import errors_path
+    from .progress import Progress
+    from .runner import BatchJob, run_batch
+
+    started = time.monotonic()  # the summary's seconds include loading the model and starting Ray
+    if not 1 <= len(args.run) <= MAX_RUN_CHARS:
+        raise _Fatal(f"--run: give a name of 1 to {MAX_RUN_CHARS} characters")
+    if args.ray_cpus < 1 or (args.ray_actors is not None and args.ray_actors < 1):
+        raise _Fatal("--ray-cpus and --ray-actors must be at least 1")
+    if args.address and args.engine != "ray":
+        raise _Fatal("--address goes with --engine ray")
+    spec = EngineSpec(args.model, args.device, args.retrieval, args.max_document_chars)
+    items, total = _items(args, spec)
+    job = BatchJob(Path(args.out), args.run, args.dataset, args.mode, args.batch_size)
+    db_engine, session = _open_store(args.db)
+    decider = None
+    try:
+        decider = _decider(args, spec)
+        progress = Progress(total)
+        try:
+            run_batch(items, job, decider, session, progress)
+        finally:
+            progress.close()
+    finally:
+        session.close()
+        db_engine.dispose()
+        if decider is not None:
+            decider.close()
+    errors = f" (see {errors_path(job.out)})" if progress.errors else ""
+    print(progress.summary(since=started) + errors)
+    return EXIT_SOME_ERRORS if progress.errors else 0
+
+
+def _items(args: argparse.Namespace, spec):
+    """The job's items (read lazily) and how many there are."""
+    from .inputs import InputError, check_ids, count_lines, document_paths, load_checklist, read_documents, read_lines
+
+    if (args.input is None) == (args.documents is None):
+        raise _Fatal("give either INPUT.jsonl or --documents DIR (with --checklist)")
+    if (args.documents is None) != (args.checklist is None):
+        raise _Fatal("--documents and --checklist go together")
+    try:
+        if args.input is not None:
+            path = Path(args.input)
+            if not path.is_file():
+                raise _Fatal(f"{path}: no such file")
+            return check_ids(read_lines(path, spec.limits)), count_lines(path)
+        folder = Path(args.documents)
+        checklist = load_checklist(Path(args.checklist), spec.limits)
+        paths = document_paths(folder)
+        return check_ids(read_documents(folder, paths, checklist, spec.limits)), len(paths)
+    except (InputError, OSError) as error:
+        raise _Fatal(str(error)) from None
+
+
+def _open_store(url: str | None):
+    """An engine and a session on the store, migrated to the newest revision."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from ..store.database import create_db_engine, default_database_url, is_unavailable, session_factory
+    from ..store.migrate import current_revision, head_revision, upgrade
+
+    url = url or default_database_url()
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+        engine = create_db_engine(url)
+    except (ArgumentError, ValueError) as error:
+        raise _Fatal(f"--db: {error}") from None
+    except OSError as error:
+        raise _Fatal(f"cannot open the store at {shown}: {error}") from None
+    try:
+        if current_revision(engine) != head_revision():
+            upgrade(engine)
+    except SQLAlchemyError as error:
+        engine.dispose()
+        if not is_unavailable(error):
+            raise
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        raise _Fatal(f"cannot reach the store at {shown}: {reason}") from None
+    return engine, session_factory(engine)()
+
+
+def _decider(args: argparse.Namespace, spec):
+    from ..model.loader import ModelLoadError
+
+    if args.engine == "ray":
+        from .ray_engine import RayDecider, RayUnavailable
+
+        try:
+            return RayDecider(spec, args.address, args.ray_cpus, args.ray_actors)
+        except RayUnavailable as error:
+            raise _Fatal(str(error)) from None
+    from .deciding import LocalDecider
+
+    try:
+        return LocalDecider(spec.build())
+    except ModelLoadError as error:
+        raise _Fatal(str(error)) from None
