@@ -11,6 +11,7 @@ from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 
 from .. import __version__
+from ..dashboard.routes import DASHBOARD_ROUTES, template_config
 from ..engine import DecisionEngine
 from ..store.database import default_database_url
 from .admission import InFlightLimit
@@ -54,7 +55,8 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
             state.store.close()
 
     return Litestar(
-        route_handlers=ROUTES,
+        route_handlers=[*ROUTES, *DASHBOARD_ROUTES],
+        template_config=template_config(),
         lifespan=[lifespan],
         state=State({"settings": settings}),
         exception_handlers=EXCEPTION_HANDLERS,

@@ -47,6 +47,10 @@ class StoreGateway:
 
         return await anyio.to_thread.run_sync(in_session)
 
+    async def query(self, work: Callable[..., T], *args) -> T:
+        """`work(session, *args)` in a worker thread: how pages run their queries."""
+        return await self._call(work, *args)
+
     async def ping(self) -> None:
         await self._call(lambda session: session.execute(text("SELECT 1")))
 

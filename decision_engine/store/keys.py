@@ -14,7 +14,7 @@ from .schema import SCOPES, ApiKey, utcnow
 KEY_PREFIX = "dek_"  # makes a leaked key recognisable in logs and secret scanners
 PREFIX_CHARS = 8  # how much of a key is kept in clear, to tell keys apart
 
-__all__ = ["SCOPES", "KeyIdentity", "allows", "authenticate", "create_key", "revoke_key"]
+__all__ = ["SCOPES", "KeyIdentity", "allows", "authenticate", "create_key", "revoke_key", "scope_of"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,11 @@ def authenticate(session: Session, key: str) -> KeyIdentity | None:
         select(ApiKey.id, ApiKey.scope).where(ApiKey.key_hash == _hash(key), ApiKey.revoked_at.is_(None))
     ).one_or_none()
     return None if row is None else KeyIdentity(id=row.id, scope=row.scope)
+
+
+def scope_of(session: Session, key_id: int) -> str | None:
+    """The scope of the unrevoked key with this id; None when it is revoked or unknown."""
+    return session.scalar(select(ApiKey.scope).where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None)))
 
 
 def revoke_key(session: Session, key_id: int) -> bool:

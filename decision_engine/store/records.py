@@ -69,6 +69,7 @@ class ReportFilters(msgspec.Struct):
     """Which groups a report covers; `since` is inclusive, `until` exclusive (naive times are UTC)."""
 
     run: str | None = None
+    run_id: int | None = None  # one row of the runs table exactly (a run name may span models and datasets)
     dataset: str | None = None
     model: str | None = None
     mode: str | None = None

@@ -30,6 +30,8 @@ def _conditions(filters: ReportFilters) -> list:
     ):
         if value:
             conditions.append(column == value)
+    if filters.run_id is not None:
+        conditions.append(db.Run.id == filters.run_id)
     if filters.since is not None:
         conditions.append(db.DecisionGroup.created_at >= _utc(filters.since))
     if filters.until is not None:
@@ -60,6 +62,42 @@ def _questions_query(*columns):
     )
 
 
+def answer_is_right():
+    """1 for a joined question whose label equals its answer, else 0: the report's notion of right."""
+    return case((db.Label.value_json == db.Answer.value_json, 1), else_=0)
+
+
+def correct_answers():
+    """How many joined questions have a label equal to their answer."""
+    return func.sum(answer_is_right())
+
+
+def group_scores(conditions: list):
+    """Per group matching `conditions`: id, run_id, questions, labelled and correct, as a subquery."""
+    return (
+        _questions_query(
+            db.DecisionGroup.id,
+            db.DecisionGroup.run_id,
+            func.count(db.Question.id).label("questions"),
+            func.count(db.Label.id).label("labelled"),
+            correct_answers().label("correct"),
+        )
+        .where(*conditions)
+        .group_by(db.DecisionGroup.id, db.DecisionGroup.run_id)
+        .subquery()
+    )
+
+
+def fully_labelled(scores):
+    """Whether a row of `group_scores` has a label for every question."""
+    return scores.c.labelled == scores.c.questions
+
+
+def all_correct(scores):
+    """Whether a row of `group_scores` is fully labelled and answered entirely right."""
+    return and_(fully_labelled(scores), scores.c.correct == scores.c.questions)
+
+
 def _ratio(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -73,26 +111,13 @@ def _as_text(value_json: str) -> str:
 def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
     """Per-question and whole-group accuracy of the groups matching `filters`."""
     where = _conditions(filters)
-    correct = func.sum(case((db.Label.value_json == db.Answer.value_json, 1), else_=0))
-
-    per_group = (
-        _questions_query(
-            db.DecisionGroup.id,
-            func.count(db.Question.id).label("questions"),
-            func.count(db.Label.id).label("labelled"),
-            correct.label("correct"),
-        )
-        .where(*where)
-        .group_by(db.DecisionGroup.id)
-        .subquery()
-    )
-    fully_labelled = per_group.c.labelled == per_group.c.questions
-    all_correct = and_(fully_labelled, per_group.c.correct == per_group.c.questions)
+    correct = correct_answers()
+    per_group = group_scores(where)
     totals = session.execute(
         select(
             func.count(),
-            func.coalesce(func.sum(case((fully_labelled, 1), else_=0)), 0),
-            func.coalesce(func.sum(case((all_correct, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((fully_labelled(per_group), 1), else_=0)), 0),
+            func.coalesce(func.sum(case((all_correct(per_group), 1), else_=0)), 0),
             func.coalesce(func.sum(per_group.c.labelled), 0),
             func.coalesce(func.sum(per_group.c.correct), 0),
         ).select_from(per_group)

@@ -1,0 +1,315 @@
+"""The plain context dict of each page, built from the store; the templates only lay it out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from ..rules import RuleSet
+from ..store.recording import load_decision
+from ..types import Answer, AnswerSchema, Rule
+from ..values import kind, value_problem
+from . import queries
+from .charts import bar_chart, reliability_diagram
+from .formatting import value_text
+from .queries import Integrity, RunSummary
+
+
+class PageNotFound(LookupError):
+    """The page names a run or question that is not stored."""
+
+
+def _run(summary: RunSummary, checks: Integrity) -> dict:
+    return {
+        "id": summary.id,
+        "name": summary.name,
+        "model": summary.model,
+        "model_version": summary.model_version,
+        "mode": summary.mode,
+        "dataset": summary.dataset,
+        "groups": summary.groups,
+        "groups_labelled": summary.groups_labelled,
+        "questions_labelled": summary.questions_labelled,
+        "per_question_accuracy": summary.per_question_accuracy,
+        "group_accuracy": summary.group_accuracy,
+        "invalid": checks.invalid,
+        "rule_violations": checks.rule_violations,
+        "decisions_per_s": summary.decisions_per_s,
+        "first": summary.first,
+        "last": summary.last,
+        "label": f"#{summary.id} {summary.name} · {summary.model} · {summary.mode}"
+        + (f" · {summary.dataset}" if summary.dataset else ""),
+    }
+
+
+def _one_run(session: Session, run_id: int) -> dict:
+    summary = queries.run_summary(session, run_id)
+    if summary is None:
+        raise PageNotFound(f"no run with id {run_id}")
+    return _run(summary, queries.integrity(session, run_id).get(run_id, Integrity()))
+
+
+def overview(session: Session) -> dict:
+    """Every run with its accuracy, invalid answers, broken rules, speed and dates; bars of both accuracies."""
+    checks = queries.integrity(session)
+    runs = [_run(s, checks.get(s.id, Integrity())) for s in queries.run_summaries(session)]
+    chart = bar_chart(
+        [(r["label"], (r["per_question_accuracy"], r["group_accuracy"])) for r in runs],
+        ("per-question accuracy", "whole-group accuracy"),
+    )
+    return {"title": "Runs", "runs": runs, "chart": chart}
+
+
+def run_page(session: Session, run_id: int, group_limit: int = 50) -> dict:
+    """One run: its summary, accuracy per question id (links to each) and its newest groups."""
+    run = _one_run(session, run_id)
+    report = queries.run_report(session, run_id)
+    questions = [
+        {"id": qid, "kind": q.kind, "count": q.count, "labelled": q.labelled, "correct": q.correct, "accuracy": q.accuracy}
+        for qid, q in report.questions.items()
+    ]
+    return {
+        "title": f"Run #{run_id}",
+        "run": run,
+        "questions": questions,
+        "groups": [vars(g) for g in queries.latest_groups(session, run_id, group_limit)],
+        "group_limit": group_limit,
+    }
+
+
+def _axis(schema: AnswerSchema | None, seen: set[str]) -> list[str]:
+    """Confusion axis: the schema's choices in their order, then any other value seen."""
+    declared: list[str] = []
+    if schema is not None and kind(schema) == "boolean":
+        declared = ["true", "false"]
+    elif schema is not None and schema.enum:
+        declared = list(schema.enum)
+    return declared + sorted(seen - set(declared))
+
+
+def question_page(session: Session, run_id: int, question_id: str, error_limit: int = 200) -> dict:
+    """One question id of a run: its accuracy, confusion matrix (enum and boolean) and wrong answers."""
+    run = _one_run(session, run_id)
+    report = queries.run_report(session, run_id)
+    question = report.questions.get(question_id)
+    if question is None:
+        raise PageNotFound(f"run {run_id} has no question {question_id!r}")
+    matrix = None
+    if question.confusion is not None:
+        cells = question.confusion
+        schema = queries.question_schema(session, run_id, question_id)
+        labels = _axis(schema, set(cells))
+        answers = _axis(schema, {a for row in cells.values() for a in row})
+        matrix = {
+            "answers": answers,
+            "rows": [
+                {
+                    "label": label,
+                    "cells": [{"count": cells.get(label, {}).get(a, 0), "right": a == label} for a in answers],
+                    "total": sum(cells.get(label, {}).values()),
+                }
+                for label in labels
+            ],
+            "largest": max((n for row in cells.values() for n in row.values()), default=0),
+        }
+    wrong_total, wrong = queries.wrong_answers(session, run_id, question_id, error_limit)
+    return {
+        "title": f"{question_id} · run #{run_id}",
+        "run": run,
+        "question_id": question_id,
+        "question": {
+            "kind": question.kind,
+            "count": question.count,
+            "labelled": question.labelled,
+            "correct": question.correct,
+            "accuracy": question.accuracy,
+        },
+        "confusion": matrix,
+        "errors": [vars(w) for w in wrong],
+        "errors_total": wrong_total,
+    }
+
+
+def calibration_page(session: Session, run_id: int) -> dict:
+    """A run's labelled answers binned by confidence: accuracy per bin, the diagram, expected calibration error."""
+    run = _one_run(session, run_id)
+    bins = queries.calibration(session, run_id)
+    total = sum(b.count for b in bins)
+    ece = (
+        sum(b.count * abs(b.accuracy - b.mean_confidence) for b in bins if b.count) / total if total else None
+    )
+    return {
+        "title": f"Calibration · run #{run_id}",
+        "run": run,
+        "bins": [
+            {
+                "low": b.low,
+                "high": b.high,
+                "count": b.count,
+                "correct": b.correct,
+                "accuracy": b.accuracy,
+                "mean_confidence": b.mean_confidence,
+            }
+            for b in bins
+        ],
+        "labelled": total,
+        "expected_calibration_error": ece,
+        "chart": reliability_diagram(bins),
+    }
+
+
+def compare_page(session: Session, a: int | None, b: int | None) -> dict:
+    """Two runs side by side: accuracy per question id, its difference (b − a), and whole-group accuracy."""
+    summaries = queries.run_summaries(session)
+    choices = [{"id": s.id, "label": _run(s, Integrity())["label"]} for s in summaries]
+    context: dict = {"title": "Compare runs", "choices": choices, "a": a, "b": b, "problem": None, "comparison": None}
+    if a is None or b is None:
+        return context
+    known = {s.id for s in summaries}
+    missing = [str(run_id) for run_id in (a, b) if run_id not in known]
+    if missing:
+        context["problem"] = f"no run with id {', '.join(missing)}"
+        return context
+    report_a, report_b = queries.run_report(session, a), queries.run_report(session, b)
+    rows = []
+    for question_id in sorted(report_a.questions.keys() | report_b.questions.keys()):
+        qa, qb = report_a.questions.get(question_id), report_b.questions.get(question_id)
+        acc_a = None if qa is None else qa.accuracy
+        acc_b = None if qb is None else qb.accuracy
+        rows.append(
+            {
+                "question_id": question_id,
+                "a": acc_a,
+                "b": acc_b,
+                "labelled_a": qa.labelled if qa else 0,
+                "labelled_b": qb.labelled if qb else 0,
+                "difference": None if acc_a is None or acc_b is None else acc_b - acc_a,
+            }
+        )
+
+    def difference(x: float | None, y: float | None) -> float | None:
+        return None if x is None or y is None else y - x
+
+    overall = {
+        "per_question": (report_a.per_question_accuracy, report_b.per_question_accuracy),
+        "group": (report_a.group_accuracy, report_b.group_accuracy),
+    }
+    run_a, run_b = _one_run(session, a), _one_run(session, b)
+    context["comparison"] = {
+        "run_a": run_a,
+        "run_b": run_b,
+        "questions": rows,
+        "per_question_accuracy": {
+            "a": overall["per_question"][0],
+            "b": overall["per_question"][1],
+            "difference": difference(*overall["per_question"]),
+        },
+        "group_accuracy": {
+            "a": overall["group"][0],
+            "b": overall["group"][1],
+            "difference": difference(*overall["group"]),
+        },
+        "chart": bar_chart(
+            [(r["question_id"], (r["a"], r["b"])) for r in rows]
+            + [("whole group", overall["group"])],
+            (f"A: #{a} {run_a['name']}", f"B: #{b} {run_b['name']}"),
+        ),
+    }
+    return context
+
+
+def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> list[dict]:
+    """The text cut into pieces at every span edge; each piece lists the question ids whose evidence covers it.
+
+    Offsets are clamped to the text; empty spans are dropped. The pieces join back to `text`.
+    """
+    spans = [(max(0, s), min(len(text), e), q) for s, e, q in spans]
+    spans = [(s, e, q) for s, e, q in spans if s < e]
+    edges = sorted({0, len(text), *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
+    pieces: list[dict] = []
+    for start, end in zip(edges, edges[1:]):
+        covering = sorted({q for s, e, q in spans if s <= start and end <= e})
+        if pieces and pieces[-1]["questions"] == covering:
+            pieces[-1]["text"] += text[start:end]
+            pieces[-1]["end"] = end
+        else:
+            pieces.append({"text": text[start:end], "start": start, "end": end, "questions": covering})
+    return pieces
+
+
+def _status(answer: Answer | None, question_id: str, labels: dict) -> str:
+    """right, wrong or unlabelled, as the store compares them (True is not 1)."""
+    if question_id not in labels:
+        return "unlabelled"
+    label = labels[question_id]
+    right = answer is not None and type(answer.value) is type(label) and answer.value == label
+    return "right" if right else "wrong"
+
+
+def _rule_text(rule: Rule) -> str:
+    def side(clauses: dict) -> str:
+        return " and ".join(f"{q} is {' or '.join(value_text(v) for v in values)}" for q, values in clauses.items())
+
+    return f"if {side(rule.if_)} then {side(rule.then)}"
+
+
+def decision_page(session: Session, decision_id: str) -> dict:
+    """One stored group: the document with evidence marked, each answer with its label, the rules and whether they hold."""
+    stored = load_decision(session, decision_id)
+    answers = {a.id: a for a in stored.answers}
+    questions = []
+    for question in stored.questions:
+        answer = answers.get(question.id)
+        label = stored.labels.get(question.id)
+        questions.append(
+            {
+                "id": question.id,
+                "text": question.text,
+                "kind": kind(question.schema),
+                "answer": None if answer is None else answer.value,
+                "confidence": None if answer is None else answer.confidence,
+                "step": None if answer is None else answer.step,
+                "label": label,
+                "status": _status(answer, question.id, stored.labels),
+                "evidence": [
+                    {"start": e.start, "end": e.end, "text": e.text} for e in (answer.evidence or [] if answer else [])
+                ],
+            }
+        )
+    values = [answers[q.id].value for q in stored.questions if q.id in answers]
+    checkable = len(values) == len(stored.questions) and all(
+        value_problem(q.schema, v) is None for q, v in zip(stored.questions, values)
+    )
+    broken: set[int] = set()
+    if checkable and stored.rules:
+        rules = RuleSet.compile([q.schema for q in stored.questions], [q.id for q in stored.questions], stored.rules)
+        broken = set(rules.violations(values))
+    text = stored.document.text
+    spans = [(e["start"], e["end"], q["id"]) for q in questions for e in q["evidence"]]
+    return {
+        "title": f"Decision {decision_id}",
+        "decision": {
+            "id": stored.id,
+            "created_at": stored.created_at,
+            "run": stored.run,
+            "run_id": queries.run_of_group(session, decision_id),
+            "mode": stored.mode,
+            "model": stored.model,
+            "model_version": stored.model_version,
+            "dataset": stored.dataset,
+            "external_id": stored.external_id,
+            "steps": stored.steps,
+            "timings_ms": stored.timings_ms,
+        },
+        "document": {
+            "title": stored.document.title,
+            "sha256": stored.document.sha256,
+            "chars": stored.document.chars,
+            "stored": text is not None,
+            "pieces": None if text is None else highlight(text, spans),
+        },
+        "questions": questions,
+        "rules": [{"text": _rule_text(rule), "broken": i in broken} for i, rule in enumerate(stored.rules)],
+        "rules_checked": checkable,
+    }

@@ -1,0 +1,35 @@
+"""How numbers, values and times read on the pages; registered as Jinja filters."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+NONE = "–"  # shown where a number is undefined (no labels, no timings)
+
+
+def score(value: float | None) -> str:
+    """An accuracy as the text report writes it: three decimals."""
+    return NONE if value is None else f"{value:.3f}"
+
+
+def signed(value: float | None) -> str:
+    """A difference of accuracies, with its sign."""
+    return NONE if value is None else f"{value:+.3f}"
+
+
+def rate(value: float | None) -> str:
+    return NONE if value is None else f"{value:.2f}"
+
+
+def when(moment: dt.datetime | None) -> str:
+    return NONE if moment is None else moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def value_text(value: object) -> str:
+    """An answer or label as the report keys it: true, false, 42, Entailment."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return NONE if value is None else str(value)
+
+
+FILTERS = {"score": score, "signed": signed, "rate": rate, "when": when, "value": value_text}
