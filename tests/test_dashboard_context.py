@@ -104,7 +104,7 @@ def test_overview_matches_the_report(stored):
     assert alpha["first"] == dt.datetime(2024, 1, 1, 12, tzinfo=UTC)
     assert alpha["last"] == dt.datetime(2024, 1, 4, 12, tzinfo=UTC)
     bars = {g["full_label"]: [b.width for b in g["bars"]] for g in page["chart"]["groups"]}
-    assert bars[alpha["label"]][0] > bars[alpha["label"]][1] > 0  # 0.7 against 0.333
+    assert bars[f"#{alpha['id']} alpha"][0] > bars[f"#{alpha['id']} alpha"][1] > 0  # 0.7 against 0.333
 
 
 def test_report_by_run_id_is_one_run(stored):
@@ -177,7 +177,10 @@ def test_calibration_bins(stored):
     assert page["labelled"] == 10
     ece = sum(n * abs(right / n - sum(seen) / n) for n, right, seen in expected if n) / 10
     assert page["expected_calibration_error"] == pytest.approx(ece)
-    assert len(page["chart"]["bars"]) == sum(1 for n, _, _ in expected if n)
+    chart = page["chart"]
+    heights = [bar["height"] for bar in chart["bars"]]
+    plot = chart["base"] - chart["top"]
+    assert heights == [pytest.approx(right / n * plot) for n, right, _ in expected if n]
 
 
 def test_highlight_pieces():

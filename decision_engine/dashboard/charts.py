@@ -94,9 +94,8 @@ def reliability_diagram(bins: Sequence, size: int = 380) -> dict:
             f"confidence {b.low:.1f}–{b.high:.1f}: {b.count} answers, accuracy {score(accuracy)}, "
             f"mean confidence {score(b.mean_confidence)}"
         )
-        bars.append(
-            {"x": x_of(b.low) + 1, "y": y_of(accuracy), "width": plot / len(bins) - 2, "height": base - y_of(accuracy), "tooltip": tip}
-        )
+        bar_top, width = y_of(accuracy), plot / len(bins) - 2
+        bars.append({"x": x_of(b.low) + 1, "y": bar_top, "width": width, "height": base - bar_top, "tooltip": tip})
         points.append({"x": x_of(b.mean_confidence), "y": y_of(accuracy), "tooltip": tip})
     ticks = [{"value": f"{t / 5:.1f}", "x": x_of(t / 5), "y": y_of(t / 5)} for t in range(6)]
     return {

@@ -20,7 +20,8 @@ class PageNotFound(LookupError):
     """The page names a run or question that is not stored."""
 
 
-def _run(summary: RunSummary, checks: Integrity) -> dict:
+def _run(summary: RunSummary, checks: Integrity | None = None) -> dict:
+    """A run's row; `invalid` and `rule_violations` are None where the page did not re-check them."""
     return {
         "id": summary.id,
         "name": summary.name,
@@ -33,8 +34,8 @@ def _run(summary: RunSummary, checks: Integrity) -> dict:
         "questions_labelled": summary.questions_labelled,
         "per_question_accuracy": summary.per_question_accuracy,
         "group_accuracy": summary.group_accuracy,
-        "invalid": checks.invalid,
-        "rule_violations": checks.rule_violations,
+        "invalid": None if checks is None else checks.invalid,
+        "rule_violations": None if checks is None else checks.rule_violations,
         "decisions_per_s": summary.decisions_per_s,
         "first": summary.first,
         "last": summary.last,
@@ -43,11 +44,12 @@ def _run(summary: RunSummary, checks: Integrity) -> dict:
     }
 
 
-def _one_run(session: Session, run_id: int) -> dict:
+def _one_run(session: Session, run_id: int, checked: bool = False) -> dict:
+    """One run's row, with its answers re-checked when `checked`; PageNotFound when there is no such run."""
     summary = queries.run_summary(session, run_id)
     if summary is None:
         raise PageNotFound(f"no run with id {run_id}")
-    return _run(summary, queries.integrity(session, run_id).get(run_id, Integrity()))
+    return _run(summary, queries.integrity(session, run_id).get(run_id, Integrity()) if checked else None)
 
 
 def overview(session: Session) -> dict:
@@ -55,7 +57,7 @@ def overview(session: Session) -> dict:
     checks = queries.integrity(session)
     runs = [_run(s, checks.get(s.id, Integrity())) for s in queries.run_summaries(session)]
     chart = bar_chart(
-        [(r["label"], (r["per_question_accuracy"], r["group_accuracy"])) for r in runs],
+        [(f"#{r['id']} {r['name']}", (r["per_question_accuracy"], r["group_accuracy"])) for r in runs],
         ("per-question accuracy", "whole-group accuracy"),
     )
     return {"title": "Runs", "runs": runs, "chart": chart}
@@ -63,10 +65,17 @@ def overview(session: Session) -> dict:
 
 def run_page(session: Session, run_id: int, group_limit: int = 50) -> dict:
     """One run: its summary, accuracy per question id (links to each) and its newest groups."""
-    run = _one_run(session, run_id)
+    run = _one_run(session, run_id, checked=True)
     report = queries.run_report(session, run_id)
     questions = [
-        {"id": qid, "kind": q.kind, "count": q.count, "labelled": q.labelled, "correct": q.correct, "accuracy": q.accuracy}
+        {
+            "id": qid,
+            "kind": q.kind,
+            "count": q.count,
+            "labelled": q.labelled,
+            "correct": q.correct,
+            "accuracy": q.accuracy,
+        }
         for qid, q in report.questions.items()
     ]
     return {
@@ -162,12 +171,12 @@ def calibration_page(session: Session, run_id: int) -> dict:
 def compare_page(session: Session, a: int | None, b: int | None) -> dict:
     """Two runs side by side: accuracy per question id, its difference (b − a), and whole-group accuracy."""
     summaries = queries.run_summaries(session)
-    choices = [{"id": s.id, "label": _run(s, Integrity())["label"]} for s in summaries]
+    by_id = {s.id: _run(s) for s in summaries}
+    choices = [{"id": run_id, "label": run["label"]} for run_id, run in by_id.items()]
     context: dict = {"title": "Compare runs", "choices": choices, "a": a, "b": b, "problem": None, "comparison": None}
     if a is None or b is None:
         return context
-    known = {s.id for s in summaries}
-    missing = [str(run_id) for run_id in (a, b) if run_id not in known]
+    missing = [str(run_id) for run_id in (a, b) if run_id not in by_id]
     if missing:
         context["problem"] = f"no run with id {', '.join(missing)}"
         return context
@@ -195,7 +204,7 @@ def compare_page(session: Session, a: int | None, b: int | None) -> dict:
         "per_question": (report_a.per_question_accuracy, report_b.per_question_accuracy),
         "group": (report_a.group_accuracy, report_b.group_accuracy),
     }
-    run_a, run_b = _one_run(session, a), _one_run(session, b)
+    run_a, run_b = by_id[a], by_id[b]
     context["comparison"] = {
         "run_a": run_a,
         "run_b": run_b,
@@ -255,7 +264,7 @@ def _rule_text(rule: Rule) -> str:
 
 
 def decision_page(session: Session, decision_id: str) -> dict:
-    """One stored group: the document with evidence marked, each answer with its label, the rules and whether they hold."""
+    """One stored group: the document with evidence marked, each answer against its label, the rules."""
     stored = load_decision(session, decision_id)
     answers = {a.id: a for a in stored.answers}
     questions = []

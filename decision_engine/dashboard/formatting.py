@@ -25,6 +25,11 @@ def when(moment: dt.datetime | None) -> str:
     return NONE if moment is None else moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def minute(moment: dt.datetime | None) -> str:
+    """A UTC time to the minute, for tables whose header says UTC."""
+    return NONE if moment is None else moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
 def value_text(value: object) -> str:
     """An answer or label as the report keys it: true, false, 42, Entailment."""
     if isinstance(value, bool):
@@ -32,4 +37,4 @@ def value_text(value: object) -> str:
     return NONE if value is None else str(value)
 
 
-FILTERS = {"score": score, "signed": signed, "rate": rate, "when": when, "value": value_text}
+FILTERS = {"score": score, "signed": signed, "rate": rate, "when": when, "minute": minute, "value": value_text}

@@ -119,6 +119,7 @@ def run_summaries(session: Session, run_id: int | None = None) -> list[RunSummar
     )
     if run_id is not None:
         query = query.where(db.Run.id == run_id)
+    rows = session.execute(query).all()
     return [
         RunSummary(
             id=run.id,
@@ -137,9 +138,7 @@ def run_summaries(session: Session, run_id: int | None = None) -> list[RunSummar
             first=_utc(first),
             last=_utc(last),
         )
-        for run, groups, first, last, timed, total_ms, labelled_groups, correct_groups, labelled, correct in session.execute(
-            query
-        )
+        for run, groups, first, last, timed, total_ms, labelled_groups, correct_groups, labelled, correct in rows
     ]
 
 
