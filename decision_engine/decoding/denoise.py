@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..backends.protocol import DenoisingModel, PrefixInput
-from ..kernels.constrained_confidence import constrained_confidence_reference
+from ..kernels.constrained_confidence import allowed_bits, constrained_confidence, constrained_confidence_reference
+from ..kernels.dispatch import use_triton
 from .constraints import GroupConstraints
 
 
@@ -101,10 +102,19 @@ def _allowed_tensor(options: Sequence[Sequence[int]], columns: Columns) -> torch
     return out
 
 
+def _confidence(logits: torch.Tensor, options: Sequence[Sequence[int]], columns: Columns) -> tuple[torch.Tensor, torch.Tensor]:
+    """(confidence (P,), column (P,)) of logit rows (P, C) over `columns`, each renormalised over its options;
+    the Triton kernel on CUDA, the PyTorch reference elsewhere."""
+    allowed = _allowed_tensor(options, columns)
+    if use_triton(logits):
+        return constrained_confidence(logits, allowed_bits(allowed, logits.shape[1]).to(logits.device))
+    return constrained_confidence_reference(logits, allowed.to(logits.device))
+
+
 def _best(block: Block, logits: torch.Tensor, index: int, columns: Columns) -> tuple[float, int]:
     slot, position = block.positions[index]
     options = block.group.constraints.allowed(slot)[position]
-    conf, column = constrained_confidence_reference(logits[index : index + 1], _allowed_tensor([options], columns))
+    conf, column = _confidence(logits[index : index + 1], [options], columns)
     return float(conf[0]), columns.token_ids[int(column[0])]
 
 
@@ -141,7 +151,7 @@ def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
         return 1
     c = block.group.constraints
     options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
-    conf, _ = constrained_confidence_reference(logits[open_], _allowed_tensor(options, columns))
+    conf, _ = _confidence(logits[open_], options, columns)
     order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
     committed = 0
     for index in order:

@@ -9,13 +9,14 @@ also gets a learned embedding of the question slot it belongs to.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kernels.block_attention import block_attention_fused
+from ..kernels.block_attention import block_attention_fused, block_attention_triton, pack_prefix
+from ..kernels.dispatch import use_triton
 
 
 @dataclass
@@ -54,6 +55,14 @@ class PrefixState:
     values: list[torch.Tensor]  # each (B, H, T, D)
     mask: torch.Tensor  # (B, T) True on real tokens
     lengths: torch.Tensor  # (B,) real prefix lengths
+    _packed: list | None = field(default=None, init=False, repr=False, compare=False)
+
+    def packed(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """Per layer (keys (N, H, D), values (N, H, D), cu_seqlens (B + 1,)) without padding, for the
+        Triton block attention; built on first use, once per state."""
+        if self._packed is None:
+            self._packed = [pack_prefix(k, v, self.mask) for k, v in zip(self.keys, self.values)]
+        return self._packed
 
     def select(self, rows) -> PrefixState:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.mask.device)
@@ -105,9 +114,12 @@ class Layer(nn.Module):
         q = self.split(self.query(x))
         return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
 
-    def block_forward(self, x, prefix_k, prefix_v, prefix_mask, block_mask):
-        """Block pass: x (B, L, C) attends to the cached prefix and bidirectionally to itself."""
+    def block_forward(self, x, prefix_k, prefix_v, prefix_mask, block_mask, packed=None):
+        """Block pass: x (B, L, C) attends to the cached prefix and bidirectionally to itself;
+        with `packed` (this layer's entry of `PrefixState.packed()`) through the Triton kernel."""
         q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        if packed is not None:
+            return self.finish(x, block_attention_triton(q, *packed, k, v, block_mask))
         return self.finish(x, block_attention_fused(q, prefix_k, prefix_v, prefix_mask, k, v, block_mask))
 
     def finish(self, x, attn):  # attn (B, H, T, D) -> output (B, T, C)
@@ -146,8 +158,11 @@ class BlockDiffusionModel(nn.Module):
         positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
         positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
         x = self.embed(ids, positions, 1, slots)
-        for layer, pk, pv in zip(self.layers, prefix.keys, prefix.values):
-            x = layer.block_forward(x, pk, pv, prefix.mask, block_mask)
+        # The kernel has no backward pass, so training keeps the PyTorch path.
+        triton = not torch.is_grad_enabled() and use_triton(x)
+        packed = prefix.packed() if triton else [None] * len(self.layers)
+        for layer, pk, pv, layer_packed in zip(self.layers, prefix.keys, prefix.values, packed):
+            x = layer.block_forward(x, pk, pv, prefix.mask, block_mask, layer_packed)
         return x
 
     def logits(self, hidden, columns=None):  # (B, L, C) -> (B, L, V), or (B, L, len(columns))
