@@ -29,6 +29,7 @@ class Progress:
         self.decided = self.skipped = self.errors = 0
         self.started = time.monotonic()
         self._last_line = self.started
+        self._shown_done: int | None = None  # `done` at the last plain line
         self._bar = None
         isatty = getattr(self.stream, "isatty", lambda: False)
         if live if live is not None else isatty():
@@ -64,15 +65,19 @@ class Progress:
         now = time.monotonic()
         if now - self._last_line >= self.every_s:
             self._last_line = now
-            print(f"progress: {self.status()}", file=self.stream, flush=True)
+            self._line()
+
+    def _line(self) -> None:
+        self._shown_done = self.done
+        print(f"progress: {self.status()}", file=self.stream, flush=True)
 
     def close(self) -> None:
-        """Stop the live bar, or print the last progress line."""
+        """Stop the live bar, or print the last progress line (unless the latest one already says it all)."""
         if self._bar is not None:
             self._bar.stop(self)
             self._bar = None
-        else:
-            print(f"progress: {self.status()}", file=self.stream, flush=True)
+        elif self._shown_done != self.done:
+            self._line()
 
     def summary(self, since: float | None = None) -> str:
         """The final line: counts and seconds since `since` (a time.monotonic() value; default: the start)."""
