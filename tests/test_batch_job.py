@@ -95,13 +95,14 @@ def test_clean_input_exits_0_with_an_empty_errors_file_and_mode_override(tmp_pat
         (["in.jsonl", "--documents", "docs", "--checklist", "c.json"], "either INPUT.jsonl or --documents"),
         (["missing.jsonl"], "missing.jsonl: no such file"),
         (["in.jsonl", "--db", "mysql://x/y"], "--db: unsupported database"),
+        (["in.jsonl", "--model", "no-such-folder"], "no-such-folder has no config.json"),
     ],
-    ids=["documents-without-checklist", "both-inputs", "missing-input", "bad-db-url"],
+    ids=["documents-without-checklist", "both-inputs", "missing-input", "bad-db-url", "bad-model"],
 )
 def test_fatal_problems_exit_1_with_one_line(tmp_path, monkeypatch, capsys, args, message):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "in.jsonl").write_text("{}\n")
-    assert main(["batch", *args, "--out", "out.jsonl", "--run", "r", "--model", "tiny-random"]) == 1
+    assert main(["batch", "--out", "out.jsonl", "--run", "r", "--model", "tiny-random", *args]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and err[0].startswith("error: ")
 

@@ -42,7 +42,7 @@ def test_resume_state_comes_from_both_files_and_a_fresh_job_starts_a_new_errors_
 def test_a_corrupt_complete_line_stops_the_job_instead_of_being_dropped(tmp_path):
     out = tmp_path / "out.jsonl"
     out.write_text('{"id": "a"}\nnot json\n{"id": "b"}\n')
-    with pytest.raises(OutputError, match=r"out.jsonl:2 is not a JSON object"):
+    with pytest.raises(OutputError, match=r"out.jsonl:2 is not a line this job wrote"):
         JobFiles(out)
     assert out.read_text().count("\n") == 3  # left as it was
 

@@ -52,12 +52,13 @@ def _batch(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     from ..store.database import is_unavailable
+    from .inputs import InputError
     from .outputs import OutputError
     from .ray_engine import RayUnavailable
 
     try:
         return _run(args)
-    except (_Fatal, OutputError, RayUnavailable) as error:
+    except (_Fatal, InputError, OutputError, RayUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FATAL
     except SQLAlchemyError as error:
@@ -108,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _items(args: argparse.Namespace, spec):
     """The job's items (read lazily) and how many there are."""
-    from .inputs import InputError, check_ids, count_lines, document_paths, load_checklist, read_documents, read_lines
+    from .inputs import check_ids, count_lines, document_paths, load_checklist, read_documents, read_lines
 
     if (args.input is None) == (args.documents is None):
         raise _Fatal("give either INPUT.jsonl or --documents DIR (with --checklist)")
@@ -124,8 +125,8 @@ def _items(args: argparse.Namespace, spec):
         checklist = load_checklist(Path(args.checklist), spec.limits)
         paths = document_paths(folder)
         return check_ids(read_documents(folder, paths, checklist, spec.limits)), len(paths)
-    except (InputError, OSError) as error:
-        raise _Fatal(str(error)) from None
+    except OSError as error:  # InputError (a bad checklist, a missing folder) is reported by the caller
+        raise _Fatal(f"cannot read {error.filename}: {error.strerror or error}") from None
 
 
 def _open_store(url: str | None):

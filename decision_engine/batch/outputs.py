@@ -27,7 +27,7 @@ def errors_path(out: Path) -> Path:
 
 def error_key(entry: dict[str, Any]) -> str:
     """The input place an errors-file entry is about: `line:N` or `path:P` (as BatchItem.key)."""
-    return f"line:{entry['line']}" if "line" in entry else f"path:{entry.get('path')}"
+    return f"line:{entry['line']}" if entry.get("line") is not None else f"path:{entry.get('path')}"
 
 
 @dataclass
@@ -39,8 +39,16 @@ class ResumeState:
     error_keys: set[str] = field(default_factory=set)  # input places with a line in the errors file
 
 
-def _complete_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a file's complete lines; a truncated last line (a crash mid-write) is cut off."""
+class _Keys(msgspec.Struct):
+    """The only fields a rerun needs from OUT and errors-file lines (the rest is not decoded)."""
+
+    id: str | int | None = None
+    line: int | None = None
+    path: str | None = None
+
+
+def _complete_lines(path: Path) -> list[_Keys]:
+    """The keys of a file's complete lines; a truncated last line (a crash mid-write) is cut off."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -53,18 +61,15 @@ def _complete_lines(path: Path) -> list[dict[str, Any]]:
             os.truncate(path, end)
         except OSError as error:
             raise OutputError(f"cannot drop the truncated last line of {path}: {error.strerror or error}") from None
-    objects = []
+    keys = []
     for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):
         if not raw.strip():
             continue
         try:
-            obj = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            obj = None
-        if not isinstance(obj, dict):
-            raise OutputError(f"{path}:{number} is not a JSON object; fix or remove that line, then rerun")
-        objects.append(obj)
-    return objects
+            keys.append(msgspec.json.decode(raw, type=_Keys))
+        except msgspec.DecodeError:  # ValidationError included
+            raise OutputError(f"{path}:{number} is not a line this job wrote; fix or remove it, then rerun") from None
+    return keys
 
 
 class JobFiles:
@@ -75,8 +80,10 @@ class JobFiles:
         self.errors = errors_path(out)
         self.state = ResumeState(resumed=out.exists())
         if self.state.resumed:
-            self.state.done_ids = {str(obj.get("id")) for obj in _complete_lines(out)}
-            self.state.error_keys = {error_key(obj) for obj in _complete_lines(self.errors)}
+            self.state.done_ids = {str(keys.id) for keys in _complete_lines(out)}
+            self.state.error_keys = {
+                error_key({"line": keys.line, "path": keys.path}) for keys in _complete_lines(self.errors)
+            }
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             self._out: IO[bytes] = open(out, "ab")

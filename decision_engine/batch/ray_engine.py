@@ -81,11 +81,15 @@ class RayDecider:
             raise RayUnavailable(f"cannot connect to {address}: {error}; run: pip install 'ray[client]'") from None
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise RayUnavailable(f"cannot start Ray{f' at {address}' if address else ''}: {_first_line(error)}") from None
-        resource = "GPU" if spec.needs_gpu else "CPU"
-        count = actors or max(1, int(ray.cluster_resources().get(resource, 1)))
-        options = {"num_gpus": 1, "num_cpus": 1} if spec.needs_gpu else {"num_cpus": 1}
-        remote = ray.remote(**options)(ChunkDecider)
-        self.actors = [remote.remote(spec) for _ in range(count)]
+        try:
+            resource = "GPU" if spec.needs_gpu else "CPU"
+            count = actors or max(1, int(ray.cluster_resources().get(resource, 1)))
+            options = {"num_gpus": 1, "num_cpus": 1} if spec.needs_gpu else {"num_cpus": 1}
+            remote = ray.remote(**options)(ChunkDecider)
+            self.actors = [remote.remote(spec) for _ in range(count)]
+        except BaseException:
+            ray.shutdown()
+            raise
 
     def decide(self, chunks: Iterable[list]) -> Iterator[tuple[list, list[Outcome], str]]:
         """For each chunk, as soon as an actor has decided it: (chunk, outcomes, model version)."""
