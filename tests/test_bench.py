@@ -1,0 +1,80 @@
+"""The benchmark machinery on the tiny random model: report contract, ratios, cache off, workload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from decision_engine.bench import runner
+from decision_engine.bench.commands import benchmark
+from decision_engine.bench.runner import BenchConfig, sweep
+from decision_engine.bench.uncached import UncachedBackend
+from decision_engine.bench.workload import TARGET_CHARS, build_workload
+from decision_engine.engine import DecisionEngine
+from decision_engine.validation import request_from_object
+
+
+def _row(report: dict, mode: str, size: int) -> dict:
+    return next(row for row in report["modes"][mode] if row["batch_size"] == size)
+
+
+def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
+    report = json.loads(json.dumps(benchmark(
+        DecisionEngine(tiny_backend), 2, BenchConfig(batch_sizes=(1, 2), cache_groups=1), device="cpu", quick=True
+    )))  # fmt: skip
+    for key in ("device", "commit", "date", "model", "modes", "prefix_cache", "ratios", "best", "workload"):
+        assert key in report
+    assert report["device"] == "cpu" and report["model"] == "tiny-random"
+    assert report["commit"] is None or len(report["commit"]) == 40
+    for mode in ("joint", "independent", "sequential"):
+        assert report["modes"][mode][0]["batch_size"] == 1
+        for row in report["modes"][mode]:
+            assert row["groups"] == 2 and row["questions"] == 16
+            assert row["groups_per_s"] == pytest.approx(row["groups"] / row["seconds"])
+            assert 0 < row["latency_p50_ms"] <= row["latency_p95_ms"]
+
+    ratios = report["ratios"]
+    size = ratios["batch_size"]
+    joint = _row(report, "joint", size)["groups_per_s"]
+    assert ratios["joint_over_independent"] == pytest.approx(joint / _row(report, "independent", size)["groups_per_s"])
+    assert ratios["joint_over_sequential"] == pytest.approx(joint / _row(report, "sequential", size)["groups_per_s"])
+    cache = report["prefix_cache"]
+    assert ratios["cache_on_over_off"] == pytest.approx(cache["on"]["groups_per_s"] / cache["off"]["groups_per_s"])
+    assert ratios["cache_batch_size"] == cache["on"]["batch_size"] == 1
+    assert cache["same_decisions"] is True
+    assert ratios["triton_over_torch"] is None and report["kernels"] is None  # CUDA only
+    for key, pair in ratios["by_batch_size"].items():
+        assert pair["joint_over_independent"] == pytest.approx(
+            _row(report, "joint", int(key))["groups_per_s"] / _row(report, "independent", int(key))["groups_per_s"]
+        )
+
+
+def test_prefix_cache_off_decides_the_same(tiny_backend):
+    requests = [request_from_object(line) for line in build_workload(3, seed=5, target_chars=3000)]
+    cached = DecisionEngine(tiny_backend).decide_batch(requests, "joint")
+    uncached = DecisionEngine(UncachedBackend(tiny_backend)).decide_batch(requests, "joint")
+    assert [[a.value for a in r.answers] for r in uncached] == [[a.value for a in r.answers] for r in cached]
+    assert [r.steps for r in uncached] == [r.steps for r in cached]
+    assert sum(r.steps for r in cached) > 0
+
+
+def test_sweep_stops_once_groups_per_second_stop_improving(monkeypatch):
+    speeds = {1: 1.0, 2: 2.0, 4: 1.5, 8: 3.0}
+
+    def fake_measure(engine, requests, mode, size):
+        return {"batch_size": size, "groups_per_s": speeds[size]}, []
+
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    rows = sweep(None, list(range(8)), "joint", (1, 2, 4, 8), log=lambda line: None)
+    assert [r["batch_size"] for r in rows] == [1, 2, 4]
+    rows = sweep(None, list(range(3)), "joint", (1, 2, 4, 8), log=lambda line: None)
+    assert [r["batch_size"] for r in rows] == [1, 2]  # no batch larger than the workload
+
+
+def test_workload_has_eight_questions_over_contract_size_documents():
+    lines = build_workload(4)
+    assert lines == build_workload(4)
+    assert len(lines) == 4 and all(len(line["questions"]) == 8 for line in lines)
+    assert all(TARGET_CHARS <= len(line["document"]["text"]) < TARGET_CHARS + 1000 for line in lines)
+    assert len({line["document"]["text"] for line in lines}) == 4
