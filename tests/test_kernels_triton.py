@@ -289,6 +289,7 @@ def test_model_block_logits_through_the_kernel(backend, monkeypatch):
     prefixes = [PrefixInput(list(range(1000, 1000 + n)), [0] * n) for n in (7, 40, 1)]
     block = torch.tensor([[103, 103, 5000, 0], [103, 2000, 103, 103], [103, 103, 0, 0]])
     slots = torch.tensor([[1, 1, 2, 0], [1, 2, 2, 2], [1, 1, 0, 0]])
+    _kernels(monkeypatch, False)
     expected = backend.block_logits(backend.encode_prefix(prefixes), block, slots)
     _kernels(monkeypatch, True)
     cache = backend.encode_prefix(prefixes)
@@ -317,6 +318,7 @@ def test_engine_decides_the_same_through_the_kernels(backend, monkeypatch):
         for text in ("The tenant gave notice on 1 March, twenty days before moving out.", "The deposit was kept.")
     ]
     engine = DecisionEngine(backend)
+    _kernels(monkeypatch, False)
     expected = engine.decide_batch(requests, "joint")
     assert all(r.steps > 0 for r in expected)  # the model, not the constraints alone, decided
     _kernels(monkeypatch, True)

@@ -88,13 +88,13 @@ def to_text(report: dict[str, Any]) -> str:
         f"workload: {report['workload']['groups']} groups x {report['workload']['questions_per_group']} questions, "
         f"documents of {report['workload']['mean_document_chars']:.0f} characters on average ({report['workload']['source']})",
         "",
-        f"{'mode':12s}{'batch':>6s}{'groups/s':>10s}{'questions/s':>13s}{'p50 ms':>10s}{'p95 ms':>10s}",
+        f"{'mode':12s}{'batch':>6s}{'groups/s':>10s}{'questions/s':>13s}{'p50 ms':>10s}{'p95 ms':>10s}{'steps':>8s}",
     ]
     for mode in MODES:
         for row in report["modes"][mode]:
             lines.append(
                 f"{mode:12s}{row['batch_size']:6d}{row['groups_per_s']:10.3f}{row['questions_per_s']:13.2f}"
-                f"{row['latency_p50_ms']:10.0f}{row['latency_p95_ms']:10.0f}"
+                f"{row['latency_p50_ms']:10.0f}{row['latency_p95_ms']:10.0f}{row['steps_per_group']:8.1f}"
             )
     cache = report.get("prefix_cache")
     if cache:

@@ -48,6 +48,7 @@ def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: s
     """Decide every request in batches of `batch_size`; the figures and the decided values per group."""
     latencies: list[float] = []
     values: list[list[Any]] = []
+    steps = 0
     started = time.perf_counter()
     for first in range(0, len(requests), batch_size):
         chunk = requests[first : first + batch_size]
@@ -55,6 +56,7 @@ def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: s
         responses = engine.decide_batch(chunk, mode)
         latencies.extend([time.perf_counter() - call] * len(chunk))
         values.extend([a.value for a in r.answers] for r in responses)
+        steps += sum(r.steps for r in responses)
     seconds = time.perf_counter() - started
     questions = sum(len(r.questions) for r in requests)
     figures = {
@@ -66,6 +68,7 @@ def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: s
         "questions_per_s": questions / seconds,
         "latency_p50_ms": percentile(latencies, 0.50) * 1e3,
         "latency_p95_ms": percentile(latencies, 0.95) * 1e3,
+        "steps_per_group": steps / len(requests),  # forward passes over answer blocks, summed over a group's blocks
     }
     return figures, values
 
