@@ -99,7 +99,9 @@ def block_attention_triton(
         raise ValueError(f"q must be (B, H, L, D), got {tuple(q.shape)}")
     batch, heads, length, dim = q.shape
     if block_k.shape != q.shape or block_v.shape != q.shape:
-        raise ValueError(f"block keys/values must match q {tuple(q.shape)}, got {tuple(block_k.shape)}, {tuple(block_v.shape)}")
+        raise ValueError(
+            f"block keys/values must match q {tuple(q.shape)}, got {tuple(block_k.shape)} and {tuple(block_v.shape)}"
+        )
     total = prefix_k_packed.shape[0]
     if prefix_k_packed.shape != (total, heads, dim) or prefix_v_packed.shape != (total, heads, dim):
         raise ValueError(
@@ -117,7 +119,9 @@ def block_attention_triton(
     if any(t.stride(-1) != 1 for t in (q, block_k, block_v)) or not (
         prefix_k_packed.is_contiguous() and prefix_v_packed.is_contiguous() and cu_seqlens.is_contiguous()
     ):
-        raise ValueError("q and block keys/values need a contiguous last dimension; packed prefix and cu_seqlens must be contiguous")
+        raise ValueError(
+            "q and block keys/values need a contiguous last dimension; packed prefix and cu_seqlens must be contiguous"
+        )
     if length > 1 and block_mask.stride(1) != 1:
         raise ValueError("block_mask rows must be contiguous")
     check_device(q, prefix_k_packed, prefix_v_packed, cu_seqlens, block_k, block_v, block_mask)

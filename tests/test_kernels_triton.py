@@ -313,7 +313,7 @@ def test_engine_decides_the_same_through_the_kernels(backend, monkeypatch):
     requests = [
         DecisionRequest(
             document=Document(text=text),
-            questions=[Question(id=f"q{i}", text=f"Question {i} about the notice?", schema=s) for i, s in enumerate(schemas)],
+            questions=[Question(id=f"q{i}", text=f"Question {i}?", schema=s) for i, s in enumerate(schemas)],
         )
         for text in ("The tenant gave notice on 1 March, twenty days before moving out.", "The deposit was kept.")
     ]

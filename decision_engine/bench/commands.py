@@ -45,7 +45,9 @@ def benchmark(engine, groups: int, config, *, device: str, quick: bool) -> dict:
         "with generated general terms",
     }
     result = run_bench(engine, requests, config)
-    return finish(result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick)
+    return finish(
+        result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick
+    )
 
 
 def _device_name(device: str) -> str:
@@ -81,7 +83,10 @@ def _bench(args: argparse.Namespace) -> int:
     groups = args.groups or (8 if args.quick else DEFAULT_GROUPS[args.device])
     sizes = _sizes(args.batch_sizes, config.batch_sizes if args.quick else DEFAULT_SIZES[args.device])
     if sizes is None or groups < 1 or (args.threads is not None and args.threads < 1):
-        print("error: --batch-sizes takes positive integers separated by commas; --groups and --threads at least 1", file=sys.stderr)
+        print(
+            "error: --batch-sizes takes positive integers separated by commas; --groups and --threads at least 1",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     config.batch_sizes = sizes
     if args.threads:

@@ -42,14 +42,18 @@ def _at(rows: list[dict], size: int) -> dict | None:
 def ratios(result: dict[str, Any]) -> dict[str, Any]:
     modes = result["modes"]
     common = sorted(set.intersection(*({r["batch_size"] for r in modes[m]} for m in MODES)))
+
+    def speed(mode: str, size: int) -> float:
+        return _at(modes[mode], size)["groups_per_s"]
+
     by_size = {
         str(size): {
-            "joint_over_independent": _at(modes["joint"], size)["groups_per_s"] / _at(modes["independent"], size)["groups_per_s"],
-            "joint_over_sequential": _at(modes["joint"], size)["groups_per_s"] / _at(modes["sequential"], size)["groups_per_s"],
+            "joint_over_independent": speed("joint", size) / speed("independent", size),
+            "joint_over_sequential": speed("joint", size) / speed("sequential", size),
         }
         for size in common
     }
-    chosen = max(common, key=lambda size: _at(modes["joint"], size)["groups_per_s"])
+    chosen = max(common, key=lambda size: speed("joint", size))
     cache, kernels = result.get("prefix_cache"), result.get("triton_vs_torch")
     return {
         "batch_size": chosen,
@@ -86,7 +90,8 @@ def to_text(report: dict[str, Any]) -> str:
         f"decision-engine bench  {report['date']}  commit {(report['commit'] or 'unknown')[:12]}  "
         f"device {report['device']} ({report['device_name']})  model {report['model']}",
         f"workload: {report['workload']['groups']} groups x {report['workload']['questions_per_group']} questions, "
-        f"documents of {report['workload']['mean_document_chars']:.0f} characters on average ({report['workload']['source']})",
+        f"documents of {report['workload']['mean_document_chars']:.0f} characters on average "
+        f"({report['workload']['source']})",
         "",
         f"{'mode':12s}{'batch':>6s}{'groups/s':>10s}{'questions/s':>13s}{'p50 ms':>10s}{'p95 ms':>10s}{'steps':>8s}",
     ]
@@ -140,7 +145,8 @@ def to_text(report: dict[str, Any]) -> str:
     ]
     if not cpu:
         lines.append(
-            f"best joint: {report['best']['joint']['groups_per_s']:.1f} groups/s at batch {report['best']['joint']['batch_size']} "
+            f"best joint: {report['best']['joint']['groups_per_s']:.1f} groups/s "
+            f"at batch {report['best']['joint']['batch_size']} "
             f"(H200 target >= {TARGETS['h200_groups_per_s']:g}); confidence kernel targets: "
             f">= {TARGETS['h200_confidence_share_of_copy']:.0%} of copy, >= {TARGETS['h200_confidence_over_eager']:g}x eager"
         )

@@ -146,7 +146,10 @@ def run_bench(
             triton_figures, triton_values = measure(engine, requests, "joint", size)
         with kernels_switched("torch"):
             torch_figures, torch_values = measure(engine, requests, "joint", size)
-        log(f"joint batch {size}: Triton {triton_figures['groups_per_s']:.1f}, PyTorch {torch_figures['groups_per_s']:.1f} groups/s")
+        log(
+            f"joint batch {size}: Triton {triton_figures['groups_per_s']:.1f}, "
+            f"PyTorch {torch_figures['groups_per_s']:.1f} groups/s"
+        )
         result["triton_vs_torch"] = {
             "mode": "joint",
             "triton": triton_figures,

@@ -26,7 +26,7 @@ class PrefixTokens:
 
     def select(self, rows: Sequence[int]) -> PrefixTokens:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.ids.device)
-        return PrefixTokens(self.ids.index_select(0, index), self.slots.index_select(0, index), self.mask.index_select(0, index))
+        return PrefixTokens(*(t.index_select(0, index) for t in (self.ids, self.slots, self.mask)))
 
 
 class UncachedBackend:
