@@ -220,12 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(func=_schemas)
 
     from .batch.commands import add_batch_commands
+    from .bench.commands import add_bench_commands
     from .service.commands import add_service_commands
     from .store.commands import add_store_commands
 
     add_service_commands(sub)
     add_store_commands(sub)
     add_batch_commands(sub)
+    add_bench_commands(sub)
     return parser
 
 
