@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from litestar import Litestar
 from litestar.datastructures import State
@@ -20,6 +21,12 @@ from .errors import EXCEPTION_HANDLERS
 from .routes import ROUTES
 from .settings import ServiceSettings
 from .store_gateway import StoreGateway
+
+
+def _build_engine(settings: ServiceSettings) -> DecisionEngine:
+    from ..factory import build_engine
+
+    return build_engine(settings.model_path, settings.device, settings.limits, settings.retrieval)
 
 
 def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEngine | None = None) -> Litestar:
@@ -39,15 +46,10 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
             finally:
                 db.dispose()
         state.store = StoreGateway(url, settings.store_document_text, settings.key_cache_s)
-        decision_engine = engine
-        if decision_engine is None:
-            from ..factory import build_engine
-
-            decision_engine = build_engine(settings.model_path, settings.device, settings.limits, settings.retrieval)
-        state.engine = decision_engine
-        state.model_version = getattr(decision_engine.model, "version", "") or ""
-        state.batcher = DecisionBatcher(decision_engine, settings.batch_max, settings.batch_wait_ms)
-        await state.batcher.start()
+        state.batcher = DecisionBatcher(engine or partial(_build_engine, settings), settings.batch_max, settings.batch_wait_ms)
+        await state.batcher.start()  # with no engine given, the model loads in the batcher's model thread
+        state.engine = state.batcher.engine
+        state.model_version = getattr(state.engine.model, "version", "") or ""
         try:
             yield
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,11 +23,19 @@ class DecisionBatcher:
     """Requests arriving within `max_wait_ms` of each other (up to `max_batch`) share denoising passes.
 
     One worker thread runs the model, so the event loop stays free and the model sees one batch at a time;
-    requests that arrive while a batch runs form the next one.
+    requests that arrive while a batch runs form the next one. Given a factory instead of an engine, the
+    model is built in that same thread: PyTorch's CPU thread pool belongs to the thread that first computes,
+    and a model loaded in one thread and run in another runs markedly slower.
     """
 
-    def __init__(self, engine: DecisionEngine, max_batch: int = 16, max_wait_ms: float = 5.0):
-        self.engine = engine
+    def __init__(
+        self,
+        engine: DecisionEngine | Callable[[], DecisionEngine],
+        max_batch: int = 16,
+        max_wait_ms: float = 5.0,
+    ):
+        self._factory = None if isinstance(engine, DecisionEngine) else engine
+        self.engine: DecisionEngine | None = engine if self._factory is None else None
         self.max_batch = max_batch
         self.max_wait_s = max_wait_ms / 1e3
         self._queue: asyncio.Queue[_Pending] | None = None
@@ -38,6 +47,12 @@ class DecisionBatcher:
     async def start(self) -> None:
         self._queue = asyncio.Queue()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decision-model")
+        if self.engine is None:
+            try:
+                self.engine = await asyncio.get_running_loop().run_in_executor(self._pool, self._factory)
+            except BaseException:
+                self._pool.shutdown(wait=False)
+                raise
         self._worker = asyncio.create_task(self._serve())
 
     async def stop(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def add_service_commands(sub) -> None:
@@ -27,7 +28,6 @@ def add_service_commands(sub) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from ..model.loader import ModelLoadError
     from ..validation import Limits
     from .app import create_app
     from .settings import ServiceSettings
@@ -49,13 +49,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if not settings.auth:
         print("warning: --no-auth: anyone who can reach this port can decide, label and read", file=sys.stderr)
-    from ..factory import build_engine
-
-    try:
-        engine = build_engine(settings.model_path, settings.device, settings.limits, settings.retrieval)
-    except ModelLoadError as error:
-        print(f"error: {error}", file=sys.stderr)
+    if args.model and not (Path(args.model) / "config.json").is_file():
+        print(f"error: {args.model} has no config.json; expected a checkpoint folder", file=sys.stderr)
         return 1
-    app = create_app(settings, engine)
+    # The model loads on start in the thread that will run it (see DecisionBatcher).
+    app = create_app(settings)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
     return 0
