@@ -10,7 +10,7 @@ import torch
 
 from decision_engine.cli import main
 from decision_engine.datasets.linked_groups import generate_groups
-from decision_engine.model.loader import load_checkpoint
+from decision_engine.model.loader import load_checkpoint, save_checkpoint
 from decision_engine.training.config import TrainConfig
 from decision_engine.training.objective import masked_diffusion_loss
 
@@ -31,6 +31,23 @@ def test_smoke_training_saves_a_loadable_checkpoint(smoke_checkpoint):
     assert meta["training"]["steps"] == 3
     assert meta["train_config"]["max_steps"] == 3
     assert model.cfg.hidden == 64
+
+
+def test_training_continues_from_a_checkpoint(smoke_checkpoint, tmp_path):
+    """`init_from` starts from saved weights (not a fresh model), and `first_epoch` draws other groups."""
+    model, meta = load_checkpoint(smoke_checkpoint)
+    with torch.no_grad():
+        model.head_bias.add_(5.0)  # a mark no fresh model carries
+    marked = tmp_path / "marked"
+    save_checkpoint(model, marked, meta["name"], extra={"context_tokens": meta.get("context_tokens")})
+    config = tmp_path / "continued.json"
+    settings = TrainConfig.load("smoke").to_dict() | {"init_from": str(marked), "first_epoch": 5, "max_steps": 1}
+    config.write_text(json.dumps(settings))
+    out = tmp_path / "continued"
+    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
+    after, after_meta = load_checkpoint(out)
+    assert after_meta["train_config"]["init_from"] == str(marked)
+    assert torch.allclose(after.head_bias, model.head_bias, atol=0.1)
 
 
 def test_training_lowers_the_loss_on_a_fixed_batch():

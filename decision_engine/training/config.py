@@ -26,6 +26,8 @@ class TrainConfig:
     weight_decay: float = 0.01
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
+    init_from: str | None = None  # checkpoint folder to continue from; "bundled": the shipped weights
+    first_epoch: int = 0  # data epochs an earlier run already drew, so a continued run sees fresh groups
     max_minutes: float | None = None  # stop early (and save) after this much wall time
     max_steps: int | None = None  # stop after this many optimiser steps
     seed: int = 0
@@ -59,6 +61,11 @@ PRESETS: dict[str, dict] = {
     "cpu": dict(
         name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=62.0,
         learning_rate=2e-4, warmup_steps=50, log_every=10,
+    ),
+    # The shipped CPU model's second stage: the "cpu" run continued for about an hour on fresh groups.
+    "cpu-continued": dict(
+        name="cpu", init_from="bundled", first_epoch=2, generated_groups_per_epoch=1500, epochs=2,
+        max_minutes=55.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
     ),
     # The full run for a GPU.
     "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),

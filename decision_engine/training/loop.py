@@ -13,7 +13,7 @@ import torch
 from ..backends.native import NativeBackend, base_tokenizer
 from ..backends.vocabulary import Vocabulary
 from ..engine import DecisionEngine
-from ..model.loader import from_base, random_model, save_checkpoint
+from ..model.loader import from_base, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
 from .examples import Example, examples_from_line
@@ -23,9 +23,14 @@ FROZEN_FROM_BASE = ["embed.word.weight"]
 
 
 def build_model(cfg: TrainConfig) -> torch.nn.Module:
-    model_cfg = BlockDiffusionConfig.from_name(cfg.model)
-    model_cfg.max_positions = cfg.max_positions
-    model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
+    if cfg.init_from:
+        from ..models import BUNDLED_WEIGHTS
+
+        model, _ = load_checkpoint(BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from))
+    else:
+        model_cfg = BlockDiffusionConfig.from_name(cfg.model)
+        model_cfg.max_positions = cfg.max_positions
+        model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     return model
@@ -83,7 +88,7 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
     step, seen, total_steps, history = 0, 0, None, []
     stop = False
     for epoch in range(cfg.epochs):
-        lines = epoch_lines(cfg, epoch, rng)
+        lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
         examples = epoch_examples(engine, cfg, lines, rng)
         if total_steps is None:
             total_steps = max(1, cfg.epochs * math.ceil(len(examples) / cfg.batch_size))
