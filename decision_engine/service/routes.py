@@ -44,27 +44,20 @@ def _decode(raw: bytes, kind: type):
         raise RequestError("request", f"not valid JSON: {error}") from None
 
 
-def _created(decision_id: str, response: DecisionResponse) -> DecisionCreated:
+def _created(decision_id: str, decided: DecisionResponse | StoredDecision) -> DecisionCreated:
+    """The POST body: the core response (fresh, or read back from the store) plus the stored id."""
     return DecisionCreated(
         id=decision_id,
-        answers=response.answers,
-        mode=response.mode,
-        steps=response.steps,
-        model=response.model,
-        timings_ms=response.timings_ms,
+        answers=decided.answers,
+        mode=decided.mode,
+        steps=decided.steps,
+        model=decided.model,
+        timings_ms=decided.timings_ms,
     )
 
 
 def _replayed(stored: StoredDecision) -> Response:
-    body = DecisionCreated(
-        id=stored.id,
-        answers=stored.answers,
-        mode=stored.mode,
-        steps=stored.steps,
-        model=stored.model,
-        timings_ms=stored.timings_ms,
-    )
-    return Response(body, status_code=200, headers={"Idempotent-Replayed": "true"})
+    return Response(_created(stored.id, stored), status_code=200, headers={"Idempotent-Replayed": "true"})
 
 
 @post(
