@@ -56,3 +56,33 @@ def test_a_url_config_migrates_with_its_own_engine(tmp_path):
         assert current_revision(engine) == "0001" and check(engine) == []
     finally:
         engine.dispose()
+
+
+def test_processes_starting_together_migrate_one_after_another(store_url):
+    """Four engines (as four workers would) upgrade one fresh PostgreSQL store at once."""
+    import threading
+
+    if not store_url.startswith("postgresql"):
+        return  # SQLite stores are one machine's file; the lock is PostgreSQL's
+    engines = [create_db_engine(store_url) for _ in range(4)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(engines))
+
+    def migrate(engine):
+        start.wait()
+        try:
+            upgrade(engine)
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=migrate, args=(e,), daemon=True) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "migrations blocked each other"
+    assert errors == []
+    assert current_revision(engines[0]) == head_revision()
+    assert check(engines[0]) == []
+    for engine in engines:
+        engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 if TYPE_CHECKING:
@@ -31,10 +32,22 @@ def alembic_config(engine_or_url: Engine | Connection | str | None = None) -> Co
     return config
 
 
+MIGRATION_LOCK = 7_163_401  # PostgreSQL advisory lock key held while migrating
+
+
 def upgrade(engine: Engine | Connection, revision: str = "head") -> None:
-    """Migrate the database up to `revision`."""
+    """Migrate the database up to `revision`.
+
+    On PostgreSQL an advisory lock makes processes that start together (service workers, batch
+    jobs on several machines) migrate one after another instead of racing on the same tables.
+    """
     from alembic import command
 
+    if isinstance(engine, Engine) and engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+            command.upgrade(alembic_config(connection), revision)
+        return
     command.upgrade(alembic_config(engine), revision)
 
 
