@@ -105,6 +105,9 @@ def test_idempotency_key_returns_the_first_result(store_client, store_keys):
     other, _ = sample_request(1)
     conflict = post_decision(store_client, other, store_keys["decide"], **{"Idempotency-Key": "retry-1"})
     assert conflict.status_code == 409 and conflict.json()["field"] == "Idempotency-Key"
+    changed_options = body | {"options": {"threshold": 0.5}}  # same document and questions, another request
+    conflict = post_decision(store_client, changed_options, store_keys["decide"], **{"Idempotency-Key": "retry-1"})
+    assert conflict.status_code == 409
     report = store_client.get("/v1/reports/accuracy", headers=bearer(store_keys["read"])).json()
     assert report["groups"] == 1
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime, timezone
 
@@ -14,7 +13,7 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery
 
 from ..errors import RequestError
-from ..store.recording import DecisionNotFound, IdempotencyConflict
+from ..store.recording import DecisionNotFound
 from ..store.records import AccuracyReport, ReportFilters, StoredDecision
 from ..types import DecisionResponse
 from ..validation import parse_request
@@ -87,11 +86,9 @@ async def create_decision(request: Request, state: State) -> Response[DecisionCr
     if idempotency is not None:
         if not _IDEMPOTENCY_KEY.fullmatch(idempotency):
             raise RequestError("Idempotency-Key", "must be 1 to 200 visible ASCII characters")
-        earlier = await state.store.find_idempotent(idempotency, key_id)
+        earlier = await state.store.find_idempotent(idempotency, key_id, decision_request)  # 409 if another request
         if earlier is not None:
-            stored = await state.store.load(earlier)
-            _same_request_or_conflict(stored, decision_request)
-            return _replayed(stored)
+            return _replayed(await state.store.load(earlier))
     response = await state.batcher.decide(decision_request)
     decision_id, created = await state.store.record(
         decision_request,
@@ -106,12 +103,6 @@ async def create_decision(request: Request, state: State) -> Response[DecisionCr
     if not created:
         return _replayed(await state.store.load(decision_id))
     return Response(_created(decision_id, response), status_code=201, headers={"Location": f"/v1/decisions/{decision_id}"})
-
-
-def _same_request_or_conflict(stored: StoredDecision, request) -> None:
-    sha = hashlib.sha256(request.document.text.encode()).hexdigest()
-    if stored.document.sha256 != sha or [q.id for q in stored.questions] != [q.id for q in request.questions]:
-        raise IdempotencyConflict(f"this Idempotency-Key was used for a different request (decision {stored.id})")
 
 
 def _known_id(decision_id: str) -> str:

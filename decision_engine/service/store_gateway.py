@@ -69,8 +69,8 @@ class StoreGateway:
     async def record(self, request: DecisionRequest, response: DecisionResponse, **filing) -> tuple[str, bool]:
         return await self._call(partial(recording.record_decision, store_text=self.store_text, **filing), request, response)
 
-    async def find_idempotent(self, idempotency_key: str, api_key_id: int | None) -> str | None:
-        return await self._call(recording.find_idempotent, idempotency_key, api_key_id)
+    async def find_idempotent(self, idempotency_key: str, api_key_id: int | None, request: DecisionRequest) -> str | None:
+        return await self._call(recording.find_idempotent, idempotency_key, api_key_id, request)
 
     async def load(self, decision_id: str) -> StoredDecision:
         return await self._call(recording.load_decision, decision_id)

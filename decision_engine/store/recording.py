@@ -41,9 +41,14 @@ def _idempotency_scope(idempotency_key: str, api_key_id: int | None) -> str:
     return f"{api_key_id if api_key_id is not None else '-'}:{idempotency_key}"
 
 
-def find_idempotent(session: Session, idempotency_key: str, api_key_id: int | None) -> str | None:
-    """The id of the decision stored under this idempotency key (per API key), if any."""
+def find_idempotent(
+    session: Session, idempotency_key: str, api_key_id: int | None, request: DecisionRequest | None = None
+) -> str | None:
+    """The id of the decision stored under this idempotency key (per API key), if any; given the
+    retried `request`, raises IdempotencyConflict when the key holds a different one."""
     scope = _idempotency_scope(idempotency_key, api_key_id)
+    if request is not None:
+        return _replayed(session, scope, request_fingerprint(request))
     return session.scalar(select(db.DecisionGroup.id).where(db.DecisionGroup.idempotency_scope == scope))
 
 
