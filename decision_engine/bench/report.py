@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .runner import MODES
+from .runner import MODES, best
 
 TARGETS = {  # the figures the project aims for
     "cpu_joint_over_independent": 4.0,
@@ -76,7 +76,7 @@ def finish(result: dict[str, Any], *, device: str, device_name: str, model: str,
         "quick": quick,
         "workload": workload,
         **result,
-        "best": {mode: max(rows, key=lambda r: r["groups_per_s"]) for mode, rows in result["modes"].items()},
+        "best": {mode: best(rows) for mode, rows in result["modes"].items()},
         "ratios": ratios(result),
     }
 

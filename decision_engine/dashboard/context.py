@@ -168,6 +168,11 @@ def calibration_page(session: Session, run_id: int) -> dict:
     }
 
 
+def _pair(a: float | None, b: float | None) -> dict:
+    """Two runs' accuracies and their difference (b − a), None where either is undefined."""
+    return {"a": a, "b": b, "difference": None if a is None or b is None else b - a}
+
+
 def compare_page(session: Session, a: int | None, b: int | None) -> dict:
     """Two runs side by side: accuracy per question id, its difference (b − a), and whole-group accuracy."""
     summaries = queries.run_summaries(session)
@@ -184,44 +189,24 @@ def compare_page(session: Session, a: int | None, b: int | None) -> dict:
     rows = []
     for question_id in sorted(report_a.questions.keys() | report_b.questions.keys()):
         qa, qb = report_a.questions.get(question_id), report_b.questions.get(question_id)
-        acc_a = None if qa is None else qa.accuracy
-        acc_b = None if qb is None else qb.accuracy
         rows.append(
             {
                 "question_id": question_id,
-                "a": acc_a,
-                "b": acc_b,
+                **_pair(None if qa is None else qa.accuracy, None if qb is None else qb.accuracy),
                 "labelled_a": qa.labelled if qa else 0,
                 "labelled_b": qb.labelled if qb else 0,
-                "difference": None if acc_a is None or acc_b is None else acc_b - acc_a,
             }
         )
-
-    def difference(x: float | None, y: float | None) -> float | None:
-        return None if x is None or y is None else y - x
-
-    overall = {
-        "per_question": (report_a.per_question_accuracy, report_b.per_question_accuracy),
-        "group": (report_a.group_accuracy, report_b.group_accuracy),
-    }
+    group = _pair(report_a.group_accuracy, report_b.group_accuracy)
     run_a, run_b = by_id[a], by_id[b]
     context["comparison"] = {
         "run_a": run_a,
         "run_b": run_b,
         "questions": rows,
-        "per_question_accuracy": {
-            "a": overall["per_question"][0],
-            "b": overall["per_question"][1],
-            "difference": difference(*overall["per_question"]),
-        },
-        "group_accuracy": {
-            "a": overall["group"][0],
-            "b": overall["group"][1],
-            "difference": difference(*overall["group"]),
-        },
+        "per_question_accuracy": _pair(report_a.per_question_accuracy, report_b.per_question_accuracy),
+        "group_accuracy": group,
         "chart": bar_chart(
-            [(r["question_id"], (r["a"], r["b"])) for r in rows]
-            + [("whole group", overall["group"])],
+            [(r["question_id"], (r["a"], r["b"])) for r in rows] + [("whole group", (group["a"], group["b"]))],
             (f"A: #{a} {run_a['name']}", f"B: #{b} {run_b['name']}"),
         ),
     }
