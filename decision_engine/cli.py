@@ -36,28 +36,22 @@ def _decide(args: argparse.Namespace) -> int:
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    from .errors import RequestError
+    from .service.batcher import decide_together
 
     for start in range(0, len(good), args.batch_size):
         chunk = good[start : start + args.batch_size]
         for item in chunk:
             if args.threshold is not None:
                 item.request.options.threshold = args.threshold
-        try:
-            responses = engine.decide_batch([item.request for item in chunk], args.mode)
-        except RequestError as error:
-            # A model-specific problem (e.g. choices the tokenizer cannot tell apart): decide one by one.
-            responses = []
-            for item in chunk:
-                try:
-                    responses.append(engine.decide(item.request, args.mode))
-                except RequestError as single:
-                    print(f"error: {path}:{item.line}: {single}", file=sys.stderr)
-                    bad.append(item)
-                    responses.append(None)
-        for item, response in zip(chunk, responses):
-            if response is not None:
-                _print_response(item, response, args.json)
+            if args.mode is not None:
+                item.request.mode = args.mode
+        # One shared run per chunk; a request the model cannot take fails alone (the service's path too).
+        for item, outcome in zip(chunk, decide_together(engine, [item.request for item in chunk])):
+            if isinstance(outcome, Exception):
+                print(f"error: {path}:{item.line}: {outcome}", file=sys.stderr)
+                bad.append(item)
+            else:
+                _print_response(item, outcome, args.json)
     return EXIT_INVALID if bad else 0
 
 

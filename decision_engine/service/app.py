@@ -48,8 +48,7 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
         state.store = StoreGateway(url, settings.store_document_text, settings.key_cache_s)
         state.batcher = DecisionBatcher(engine or partial(_build_engine, settings), settings.batch_max, settings.batch_wait_ms)
         await state.batcher.start()  # with no engine given, the model loads in the batcher's model thread
-        state.engine = state.batcher.engine
-        state.model_version = getattr(state.engine.model, "version", "") or ""
+        state.model_version = getattr(state.batcher.engine.model, "version", "") or ""
         try:
             yield
         finally:

@@ -169,7 +169,8 @@ async def healthz() -> Health:
 
 @get("/readyz", operation_id="ready", summary="The model is loaded and the store reachable")
 async def readyz(state: State) -> Response[Health]:
-    engine = getattr(state, "engine", None)
+    batcher = getattr(state, "batcher", None)
+    engine = batcher.engine if batcher is not None else None
     if engine is None:
         return Response(Health(status="starting", problem="the model is not loaded yet"), status_code=503)
     try:

@@ -25,7 +25,6 @@ class StoreGateway:
     """Opens the database once and offers the calls the handlers need, without blocking the event loop."""
 
     def __init__(self, url: str, store_text: bool = True, key_cache_s: float = 10.0):
-        self.url = url
         self.engine = create_db_engine(url)
         self.sessions = session_factory(self.engine)
         self.store_text = store_text
