@@ -8,11 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+from ..store.commands import DB_HELP
+
 EXIT_FATAL = 1
 EXIT_SOME_ERRORS = 2
 EXIT_INTERRUPTED = 130
 MAX_RUN_CHARS = 200  # the store's run name column
-DB_HELP = "database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)"
 
 
 class _Fatal(Exception):
@@ -64,8 +65,7 @@ def _batch(args: argparse.Namespace) -> int:
     except SQLAlchemyError as error:
         if not is_unavailable(error):
             raise
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        print(f"error: cannot reach the store: {reason}; rerun the same command to continue", file=sys.stderr)
+        print(f"error: cannot reach the store: {_outage(error)}; rerun the same command to continue", file=sys.stderr)
         return EXIT_FATAL
     except KeyboardInterrupt:
         print("interrupted; rerun the same command to continue", file=sys.stderr)
@@ -152,9 +152,13 @@ def _open_store(url: str | None):
         engine.dispose()
         if not is_unavailable(error):
             raise
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        raise _Fatal(f"cannot reach the store at {shown}: {reason}") from None
+        raise _Fatal(f"cannot reach the store at {shown}: {_outage(error)}") from None
     return engine, session_factory(engine)()
+
+
+def _outage(error: Exception) -> str:
+    """The first line of the database driver's message about a store outage."""
+    return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
 
 
 def _decider(args: argparse.Namespace, spec):

@@ -43,11 +43,6 @@ class BatchItem:
         """Where the item came from, as the errors file names it."""
         return {"line": self.line} if self.line is not None else {"path": self.path}
 
-    @property
-    def key(self) -> str:
-        """The item's place in the input: what a resumed job matches errors against."""
-        return f"line:{self.line}" if self.line is not None else f"path:{self.path}"
-
 
 def count_lines(path: Path) -> int:
     """Non-blank lines of a file: the number of items a JSON Lines input holds."""

@@ -26,7 +26,7 @@ def errors_path(out: Path) -> Path:
 
 
 def error_key(entry: dict[str, Any]) -> str:
-    """The input place an errors-file entry is about: `line:N` or `path:P` (as BatchItem.key)."""
+    """The input place an errors-file entry (or a BatchItem's `where`) is about: `line:N` or `path:P`."""
     return f"line:{entry['line']}" if entry.get("line") is not None else f"path:{entry.get('path')}"
 
 

@@ -24,7 +24,7 @@ from ..store.records import StoredDecision
 from ..types import DecisionResponse, Mode
 from .deciding import EngineFailure, Outcome
 from .inputs import BatchItem
-from .outputs import JobFiles
+from .outputs import JobFiles, error_key
 from .progress import Progress
 
 MAX_KEY_CHARS = 300  # the store keeps idempotency keys (with a short prefix) in 320 characters
@@ -39,7 +39,6 @@ class BatchJob:
     dataset: str | None = None
     mode: Mode | None = None  # overrides each request's own mode
     batch_size: int = 8
-    store_text: bool = True
 
 
 class Decider(Protocol):
@@ -112,7 +111,7 @@ class _JobLoop:
                 self._fail([(item, item.error)])
             elif item.id in state.done_ids:
                 self.progress.advance(skipped=1)
-            elif item.key in state.error_keys:  # refused by the engine in an earlier run
+            elif error_key(item.where) in state.error_keys:  # refused by the engine in an earlier run
                 self.progress.advance(errors=1)
             else:
                 if self.job.mode is not None:
@@ -162,7 +161,6 @@ class _JobLoop:
                     external_id=item.id,
                     model_version=version,
                     idempotency_key=idempotency_key(self.job.run, item.id),
-                    store_text=self.job.store_text,
                     labels=item.labels or None,
                 )
             except (RequestError, IdempotencyConflict) as error:  # a bad label; the key taken by another request
