@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     decide.set_defaults(func=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
-    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, gpu) or a JSON config file")
+    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, cpu-continued, cpu-constrained, gpu) or a JSON config file")
     train.add_argument("--device", default="cpu", help="cpu or cuda")
     train.add_argument("--out", help="checkpoint folder (default runs/<config name>)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")

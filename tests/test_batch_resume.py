@@ -110,6 +110,24 @@ def test_an_id_stored_for_another_request_is_an_error_not_an_overwrite(tmp_path,
     assert stored_ids(url, "resume")["lease-001-0"] == 1
 
 
+def test_a_changed_question_with_the_same_document_is_also_another_request(tmp_path, sqlite_store, tiny_engine):
+    """Resuming compares the whole request (questions, schemas, rules), not only the document and question ids."""
+    url, sessions = sqlite_store
+    planted = write_planted(tmp_path / "in.jsonl", copies=1)
+    _run(planted.path, tmp_path / "first.jsonl", sessions, tiny_engine)
+    first = json.loads(planted.path.read_text().splitlines()[0])
+    first["questions"][0]["text"] += " Answer from the tenancy terms only."
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps(first) + "\n")
+
+    decider, _ = _run(changed, tmp_path / "second.jsonl", sessions, tiny_engine)
+    errors = read_jsonl(tmp_path / "second.errors.jsonl")
+    assert [e["id"] for e in errors] == [first["id"]]
+    assert "for a different request" in errors[0]["reason"]
+    assert first["id"] not in decider.decided
+    assert stored_ids(url, "resume")[first["id"]] == 1
+
+
 def _lines_in(path) -> int:
     try:
         return path.read_bytes().count(b"\n")

@@ -50,8 +50,8 @@ def test_training_continues_from_a_checkpoint(smoke_checkpoint, tmp_path):
     assert torch.allclose(after.head_bias, model.head_bias, atol=0.1)
 
 
-def test_training_lowers_the_loss_on_a_fixed_batch():
-    """A few optimiser steps on one batch must reduce its loss (the objective trains something)."""
+def _smoke_batch(count: int):
+    """A smoke model and one batch of `count` generated training groups laid out as joint blocks."""
     from decision_engine.backends.native import NativeBackend, base_tokenizer
     from decision_engine.backends.vocabulary import Vocabulary
     from decision_engine.engine import DecisionEngine
@@ -65,19 +65,50 @@ def test_training_lowers_the_loss_on_a_fixed_batch():
     backend = NativeBackend(model, vocab, "t")
     backend.context_tokens = cfg.context_tokens
     engine = DecisionEngine(backend)
-    examples = [e for line in generate_groups("train", 4, seed=1) for e in examples_from_line(engine, line, "joint")]
-    assert len(examples) == 4
-    batch = batch_tensors(examples, vocab.pad_id, "cpu")
+    lines = generate_groups("train", count, seed=1)
+    examples = [e for line in lines for e in examples_from_line(engine, line, "joint")]
+    assert len(examples) == count
+    return model, vocab, examples, batch_tensors(examples, vocab.pad_id, "cpu")
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_training_lowers_the_loss_on_a_fixed_batch(constrained):
+    """A few optimiser steps on one batch must reduce its loss (the objective trains something)."""
+    model, vocab, _, batch = _smoke_batch(4)
     optimiser = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     model.train()
     for _ in range(12):
-        loss = masked_diffusion_loss(model, batch, vocab.mask_id, torch.Generator().manual_seed(0))
+        generator = torch.Generator().manual_seed(0)
+        loss = masked_diffusion_loss(model, batch, vocab.mask_id, generator, constrained=constrained)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] * 0.7, losses
+
+
+def test_constrained_loss_is_the_full_softmax_renormalised_over_allowed_tokens():
+    """Each position's constrained loss equals -log of the gold token's full-vocabulary probability
+    renormalised over exactly the tokens its schema allows (and those tokens include the gold one)."""
+    model, vocab, examples, batch = _smoke_batch(3)
+    model.eval()
+    with torch.no_grad():
+        full = model(batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], batch["gold"], batch["block_slots"])
+        columns = model(
+            batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], batch["gold"], batch["block_slots"],
+            batch["columns"],
+        )
+    assert torch.allclose(full[:, :, batch["columns"]], columns, atol=1e-5)
+    for i, example in enumerate(examples):
+        for j, (gold, options) in enumerate(zip(example.gold, example.allowed)):
+            assert gold in options
+            chosen = [batch["columns"][c].item() for c in torch.nonzero(batch["allowed"][i, j]).flatten()]
+            assert sorted(chosen) == sorted(options)
+            assert batch["columns"][batch["gold_column"][i, j]].item() == gold
+            expected = torch.log_softmax(full[i, j, options], dim=0)[options.index(gold)]
+            got = torch.log_softmax(columns[i, j].masked_fill(~batch["allowed"][i, j], float("-inf")), dim=0)
+            assert torch.isclose(got[batch["gold_column"][i, j]], expected, atol=1e-4)
 
 
 def test_unknown_config_is_a_clear_error(capsys):

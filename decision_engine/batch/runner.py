@@ -127,19 +127,23 @@ class _JobLoop:
 
     def _restored(self, item: BatchItem) -> bool:
         """Write the item's OUT line from the store if an earlier run stored it (then crashed before OUT)."""
-        decision_id = find_idempotent(self.session, idempotency_key(self.job.run, item.id), None)
-        if decision_id is None:
-            self.session.commit()  # ends the read transaction while the model works
-            return False
-        stored = load_decision(self.session, decision_id)
-        self.session.commit()
-        if not _same_request(stored, item):
+        key = idempotency_key(self.job.run, item.id)
+        try:
+            decision_id = find_idempotent(self.session, key, None, item.request)
+        except IdempotencyConflict:
+            decision_id = find_idempotent(self.session, key, None)
+            self.session.commit()
             reason = (
                 f"id: {item.id!r} is already stored in run {self.job.run!r} for a different request "
                 f"(decision {decision_id}); use another --run"
             )
             self._fail([(item, reason)])
             return True
+        if decision_id is None:
+            self.session.commit()  # ends the read transaction while the model works
+            return False
+        stored = load_decision(self.session, decision_id)
+        self.session.commit()
         self.files.write_results([out_line(item, decision_id, stored)])
         self.progress.advance(skipped=1)
         return True
@@ -175,13 +179,3 @@ class _JobLoop:
     def _fail(self, failed: list[tuple[BatchItem, str]]) -> None:
         self.files.write_errors([error_line(item, reason) for item, reason in failed])
         self.progress.advance(errors=len(failed))
-
-
-def _same_request(stored: StoredDecision, item: BatchItem) -> bool:
-    request = item.request
-    sha = hashlib.sha256(request.document.text.encode()).hexdigest()
-    return (
-        stored.document.sha256 == sha
-        and stored.mode == request.mode
-        and [q.id for q in stored.questions] == [q.id for q in request.questions]
-    )

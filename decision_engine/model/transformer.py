@@ -172,7 +172,7 @@ class BlockDiffusionModel(nn.Module):
             return h @ self.embed.word.weight.T + self.head_bias
         return h @ self.embed.word.weight[columns].T + self.head_bias[columns]
 
-    def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots):
-        """Training entry: logits of the answer block, prefix encoded in the same pass."""
+    def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots, columns=None):
+        """Training entry: logits of the answer block (over `columns` when given), prefix encoded in the same pass."""
         prefix = self.encode_prefix(prefix_ids, prefix_slots, prefix_mask)
-        return self.logits(self.block_hidden(prefix, block_ids, block_slots))
+        return self.logits(self.block_hidden(prefix, block_ids, block_slots), columns)

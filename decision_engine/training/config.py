@@ -25,6 +25,7 @@ class TrainConfig:
     warmup_steps: int = 100
     weight_decay: float = 0.01
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
+    constrained_loss: bool = False  # softmax over the tokens each position's schema allows, as decoding does
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
     init_from: str | None = None  # checkpoint folder to continue from; "bundled": the shipped weights
     first_epoch: int = 0  # data epochs an earlier run already drew, so a continued run sees fresh groups
@@ -66,6 +67,11 @@ PRESETS: dict[str, dict] = {
     "cpu-continued": dict(
         name="cpu", init_from="bundled", first_epoch=2, generated_groups_per_epoch=1500, epochs=2,
         max_minutes=55.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
+    ),
+    # The shipped weights continued with the constrained loss (softmax over each position's allowed tokens).
+    "cpu-constrained": dict(
+        name="cpu", init_from="bundled", first_epoch=4, generated_groups_per_epoch=1500, epochs=2,
+        max_minutes=50.0, learning_rate=2e-4, warmup_steps=20, log_every=10, constrained_loss=True,
     ),
     # The full run for a GPU.
     "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),

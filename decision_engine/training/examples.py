@@ -18,6 +18,7 @@ class Example:
     prefix: PrefixInput
     gold: list[int]  # gold token per block position
     slots: list[int]  # 1-based slot number per block position
+    allowed: list[list[int]]  # per block position: every token its slot's schema lets it hold
 
 
 def examples_from_line(engine: DecisionEngine, line: dict[str, Any], mode: str) -> list[Example]:
@@ -34,10 +35,12 @@ def examples_from_line(engine: DecisionEngine, line: dict[str, Any], mode: str) 
     spaces = prepared.group.constraints.spaces
     out = []
     for block in prepared.blocks:
-        gold, slots = [], []
+        gold, slots, allowed = [], [], []
         for slot, number in zip(block.slots, block.numbers):
-            tokens = spaces[slot].encode(labels[ids[slot]])
+            space = spaces[slot]
+            tokens = space.encode(labels[ids[slot]])
             gold.extend(tokens)
             slots.extend([number] * len(tokens))
-        out.append(Example(block.prefix, gold, slots))
+            allowed.extend(space.allowed([None] * space.length, set(range(space.classes.count))))
+        out.append(Example(block.prefix, gold, slots, allowed))
     return out

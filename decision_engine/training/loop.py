@@ -102,7 +102,9 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
             for group in optimiser.param_groups:
                 group["lr"] = lr
             tensors = batch_tensors(batch, vocab.pad_id, device)
-            loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting)
+            loss = masked_diffusion_loss(
+                model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting, cfg.constrained_loss
+            )
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

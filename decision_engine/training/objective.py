@@ -13,17 +13,30 @@ from .examples import Example
 
 
 def batch_tensors(examples: Sequence[Example], pad_id: int, device) -> dict[str, torch.Tensor]:
-    """Padded prefix (ids, slots, mask) and block (gold, slots), each (B, T) or (B, L)."""
+    """Padded prefix (ids, slots, mask) and block (gold, slots), each (B, T) or (B, L); plus, for the
+    constrained loss, the vocabulary ids any position may hold (`columns`, (C,)), which of them each
+    position may hold (`allowed`, (B, L, C)) and the gold token's column (`gold_column`, (B, L))."""
     prefix_ids, prefix_slots, prefix_mask = pad_prefixes([e.prefix for e in examples], pad_id, device)
     width = max(len(e.gold) for e in examples)
     gold = torch.full((len(examples), width), pad_id, dtype=torch.long)
     slots = torch.zeros((len(examples), width), dtype=torch.long)
+    columns = sorted({t for e in examples for options in e.allowed for t in options})
+    column_of = {t: c for c, t in enumerate(columns)}
+    allowed = torch.zeros((len(examples), width, len(columns)), dtype=torch.bool)
+    allowed[:, :, 0] = True  # padding positions: one harmless column, so their (unused) loss stays finite
+    gold_column = torch.zeros((len(examples), width), dtype=torch.long)
     for i, e in enumerate(examples):
         gold[i, : len(e.gold)] = torch.tensor(e.gold)
         slots[i, : len(e.slots)] = torch.tensor(e.slots)
+        for j, (token, options) in enumerate(zip(e.gold, e.allowed)):
+            allowed[i, j, 0] = False
+            allowed[i, j, [column_of[t] for t in options]] = True
+            gold_column[i, j] = column_of[token]
     return dict(
         prefix_ids=prefix_ids, prefix_slots=prefix_slots, prefix_mask=prefix_mask,
         gold=gold.to(device), block_slots=slots.to(device),
+        columns=torch.tensor(columns, dtype=torch.long, device=device),
+        allowed=allowed.to(device), gold_column=gold_column.to(device),
     )
 
 
@@ -33,12 +46,16 @@ def masked_diffusion_loss(
     mask_id: int,
     generator: torch.Generator,
     inverse_t_weighting: bool = True,
+    constrained: bool = False,
 ) -> torch.Tensor:
     """Draw t ~ U(0, 1) per example, mask that share of block positions (at least one), predict them.
 
     With `inverse_t_weighting` each example's masked losses are summed and divided by the number
     masked (about t * L: the 1/t weighting of the masked-diffusion bound, with less variance);
     without it they are divided by the block length L, so lightly masked examples count less.
+
+    With `constrained` the softmax runs over the tokens each position's schema allows, the
+    distribution the decoder renormalises to, instead of the whole vocabulary.
     """
     gold, slots = batch["gold"], batch["block_slots"]
     real = slots > 0  # (B, L)
@@ -49,7 +66,13 @@ def masked_diffusion_loss(
     forced = torch.rand(b, length, generator=generator).to(gold.device).masked_fill(~real, 2.0).argmin(dim=1)
     masked[torch.arange(b), forced] = True
     inputs = gold.masked_fill(masked, mask_id)
-    logits = model(batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], inputs, slots)  # (B, L, V)
-    losses = F.cross_entropy(logits.float().transpose(1, 2), gold, reduction="none")  # (B, L)
+    prefix = (batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"])
+    if constrained:
+        logits = model(*prefix, inputs, slots, batch["columns"]).float()  # (B, L, C)
+        logits = logits.masked_fill(~batch["allowed"], float("-inf"))
+        target = batch["gold_column"]
+    else:
+        logits, target = model(*prefix, inputs, slots).float(), gold  # (B, L, V)
+    losses = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L)
     denominator = masked.sum(dim=1) if inverse_t_weighting else real.sum(dim=1)
     return ((losses * masked).sum(dim=1) / denominator.clamp(min=1)).mean()
