@@ -48,6 +48,32 @@ def test_cached_prefix_equals_one_full_pass(tiny_backend):
     assert torch.allclose(full, cached, atol=1e-5)
 
 
+def test_steps_on_one_cache_equal_fresh_caches(tiny_backend):
+    """Later steps reuse the cache's joined prefix+block buffers in place; each step's logits must equal
+    those of a cache used for the first time, and match the training (autograd) path."""
+    model = tiny_backend.model
+    prefixes = [_prefix(9), _prefix(14, 3000)]
+    cache = tiny_backend.encode_prefix(prefixes)
+    steps = [
+        (torch.tensor([[103, 103, 103], [103, 103, 0]]), torch.tensor([[1, 1, 2], [1, 2, 0]])),
+        (torch.tensor([[103, 42, 103], [77, 103, 0]]), torch.tensor([[1, 1, 2], [1, 2, 0]])),
+        (torch.tensor([[5, 42, 103], [77, 9, 103]]), torch.tensor([[1, 1, 2], [1, 2, 2]])),  # another block mask
+    ]
+    for block, slots in steps:
+        reused = tiny_backend.block_logits(cache, block, slots)
+        fresh = tiny_backend.block_logits(tiny_backend.encode_prefix(prefixes), block, slots)
+        assert torch.allclose(reused, fresh, atol=1e-5)
+    wide = (torch.tensor([[103] * 5, [103] * 5]), torch.tensor([[1, 1, 1, 2, 2], [1, 1, 2, 2, 2]]))
+    assert torch.allclose(
+        tiny_backend.block_logits(cache, *wide), tiny_backend.block_logits(tiny_backend.encode_prefix(prefixes), *wide), atol=1e-5
+    )
+    p, (block, slots) = prefixes[0], steps[-1]
+    ids, prefix_slots = torch.tensor([p.token_ids]), torch.tensor([p.slot_ids])
+    trained = model(ids, prefix_slots, torch.ones(1, 9, dtype=torch.bool), block[:1], slots[:1])  # autograd path
+    cached = tiny_backend.block_logits(tiny_backend.encode_prefix([p]), block[:1], slots[:1])
+    assert torch.allclose(trained.detach(), cached, atol=1e-5)
+
+
 def test_scoring_chosen_columns_equals_slicing_the_whole_vocabulary(tiny_backend):
     cache = tiny_backend.encode_prefix([_prefix(12)])
     block, slots = torch.tensor([[103, 103, 2003]]), torch.tensor([[1, 1, 2]])

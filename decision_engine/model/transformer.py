@@ -56,6 +56,7 @@ class PrefixState:
     mask: torch.Tensor  # (B, T) True on real tokens
     lengths: torch.Tensor  # (B,) real prefix lengths
     _packed: list | None = field(default=None, init=False, repr=False, compare=False)
+    _joined: list | None = field(default=None, init=False, repr=False, compare=False)
 
     def packed(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """Per layer (keys (N, H, D), values (N, H, D), cu_seqlens (B + 1,)) without padding, for the
@@ -63,6 +64,28 @@ class PrefixState:
         if self._packed is None:
             self._packed = [pack_prefix(k, v, self.mask) for k, v in zip(self.keys, self.values)]
         return self._packed
+
+    def joined(self, layer: int, block_k, block_v, block_mask):
+        """This layer's prefix and block keys and values side by side, (B, H, T + L, D) each, and their
+        mask (B, T + L), for inference: built once, then later steps of the same shape overwrite only
+        the block's L rows in place instead of copying the whole prefix again."""
+        if self._joined is None:
+            self._joined = [None] * len(self.keys)
+        t = self.keys[layer].shape[2]
+        held = self._joined[layer]
+        if held is None or held[0].shape[2] != t + block_k.shape[2]:
+            held = (
+                torch.cat([self.keys[layer], block_k], dim=2),
+                torch.cat([self.values[layer], block_v], dim=2),
+                torch.cat([self.mask, block_mask], dim=1),
+            )
+            self._joined[layer] = held
+            return held
+        keys, values, mask = held
+        keys[:, :, t:] = block_k
+        values[:, :, t:] = block_v
+        mask[:, t:] = block_mask
+        return held
 
     def select(self, rows) -> PrefixState:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.mask.device)
@@ -114,13 +137,17 @@ class Layer(nn.Module):
         q = self.split(self.query(x))
         return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
 
-    def block_forward(self, x, prefix_k, prefix_v, prefix_mask, block_mask, packed=None):
-        """Block pass: x (B, L, C) attends to the cached prefix and bidirectionally to itself;
-        with `packed` (this layer's entry of `PrefixState.packed()`) through the Triton kernel."""
+    def block_forward(self, x, prefix: PrefixState, index: int, block_mask, packed=None):
+        """Block pass: x (B, L, C) attends to layer `index` of the cached prefix and bidirectionally to
+        itself; with `packed` (this layer's entry of `PrefixState.packed()`) through the Triton kernel."""
         q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
         if packed is not None:
             return self.finish(x, block_attention_triton(q, *packed, k, v, block_mask))
-        return self.finish(x, block_attention_fused(q, prefix_k, prefix_v, prefix_mask, k, v, block_mask))
+        if torch.is_grad_enabled():  # training: no in-place buffers under autograd
+            keys, values = prefix.keys[index], prefix.values[index]
+            return self.finish(x, block_attention_fused(q, keys, values, prefix.mask, k, v, block_mask))
+        keys, values, mask = prefix.joined(index, k, v, block_mask)
+        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
 
     def finish(self, x, attn):  # attn (B, H, T, D) -> output (B, T, C)
         b, h, t, d = attn.shape
@@ -161,8 +188,8 @@ class BlockDiffusionModel(nn.Module):
         # The kernel has no backward pass, so training keeps the PyTorch path.
         triton = not torch.is_grad_enabled() and use_triton(x)
         packed = prefix.packed() if triton else [None] * len(self.layers)
-        for layer, pk, pv, layer_packed in zip(self.layers, prefix.keys, prefix.values, packed):
-            x = layer.block_forward(x, pk, pv, prefix.mask, block_mask, layer_packed)
+        for index, (layer, layer_packed) in enumerate(zip(self.layers, packed)):
+            x = layer.block_forward(x, prefix, index, block_mask, layer_packed)
         return x
 
     def logits(self, hidden, columns=None):  # (B, L, C) -> (B, L, V), or (B, L, len(columns))
