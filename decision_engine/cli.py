@@ -83,7 +83,7 @@ def _show(value) -> str:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .training.config import TrainConfig
+    from .training.config import PRESETS, TrainConfig
     from .training.loop import train
 
     try:
@@ -95,10 +95,16 @@ def _train(args: argparse.Namespace) -> int:
         cfg.contractnli_path = args.contractnli
     if args.max_minutes is not None:
         cfg.max_minutes = args.max_minutes
+    if cfg.init_from and cfg.init_from != "bundled" and not (Path(cfg.init_from) / "config.json").is_file():
+        print(
+            f"error: init_from {cfg.init_from}: no checkpoint there (train the stage that writes it first)",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
     if cfg.contractnli_path and not Path(cfg.contractnli_path).is_file():
         print(f"error: {cfg.contractnli_path}: no such file", file=sys.stderr)
         return EXIT_INVALID
-    out = Path(args.out or f"runs/{cfg.name}")
+    out = Path(args.out or f"runs/{args.config if args.config in PRESETS else cfg.name}")
     context = None
     if args.retrieval != "leading":
         from .retrieval.builder import RetrievalContext
@@ -185,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     decide.set_defaults(func=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
-    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, cpu-continued, cpu-constrained, gpu) or a JSON config file")
+    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, cpu-continued, cpu-constrained, cpu-constrained-more, gpu) or a JSON config file")
     train.add_argument("--device", default="cpu", help="cpu or cuda")
-    train.add_argument("--out", help="checkpoint folder (default runs/<config name>)")
+    train.add_argument("--out", help="checkpoint folder (default runs/<preset>, or runs/<name> for a config file)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
     train.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")

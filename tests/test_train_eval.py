@@ -111,6 +111,12 @@ def test_constrained_loss_is_the_full_softmax_renormalised_over_allowed_tokens()
             assert torch.isclose(got[batch["gold_column"][i, j]], expected, atol=1e-4)
 
 
+def test_a_stage_without_its_previous_stage_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no runs/cpu here
+    assert main(["train", "--config", "cpu-constrained"]) == 2
+    assert "init_from runs/cpu: no checkpoint there" in capsys.readouterr().err
+
+
 def test_unknown_config_is_a_clear_error(capsys):
     assert main(["train", "--config", "no-such-preset"]) == 2
     assert "unknown config" in capsys.readouterr().err

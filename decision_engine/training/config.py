@@ -25,9 +25,9 @@ class TrainConfig:
     warmup_steps: int = 100
     weight_decay: float = 0.01
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
-    constrained_loss: bool = False  # softmax over the tokens each position's schema allows, as decoding does
+    constrained_loss: bool = True  # softmax over the tokens each position's schema allows (as decoding does), not the vocabulary
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
-    init_from: str | None = None  # checkpoint folder to continue from; "bundled": the shipped weights
+    init_from: str | None = None  # checkpoint folder to continue from (e.g. an earlier stage's); "bundled": the shipped weights
     first_epoch: int = 0  # data epochs an earlier run already drew, so a continued run sees fresh groups
     max_minutes: float | None = None  # stop early (and save) after this much wall time
     max_steps: int | None = None  # stop after this many optimiser steps
@@ -58,20 +58,27 @@ PRESETS: dict[str, dict] = {
         name="smoke", model="tiny", from_base=False, generated_groups_per_epoch=16, epochs=1,
         batch_size=4, max_steps=3, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False,
     ),
-    # What fits a 2-core CPU in about an hour.
+    # The bundled model is trained in CPU stages, each continuing the previous one's output folder
+    # (`decision-engine train --config NAME` writes runs/NAME). Stage 1, about an hour from the base
+    # encoder; it predates the constrained loss.
     "cpu": dict(
         name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=62.0,
-        learning_rate=2e-4, warmup_steps=50, log_every=10,
+        learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
     ),
-    # The shipped CPU model's second stage: the "cpu" run continued for about an hour on fresh groups.
+    # Stage 1 continued on fresh groups with the whole-vocabulary loss (tried, not shipped).
     "cpu-continued": dict(
-        name="cpu", init_from="bundled", first_epoch=2, generated_groups_per_epoch=1500, epochs=2,
-        max_minutes=55.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
+        name="cpu", init_from="runs/cpu", first_epoch=2, generated_groups_per_epoch=1500, epochs=2,
+        max_minutes=55.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=False,
     ),
-    # The shipped weights continued with the constrained loss (softmax over each position's allowed tokens).
+    # Stage 2: stage 1 continued with the constrained loss (softmax over each position's allowed tokens).
     "cpu-constrained": dict(
-        name="cpu", init_from="bundled", first_epoch=4, generated_groups_per_epoch=1500, epochs=2,
+        name="cpu", init_from="runs/cpu", first_epoch=4, generated_groups_per_epoch=1500, epochs=2,
         max_minutes=50.0, learning_rate=2e-4, warmup_steps=20, log_every=10, constrained_loss=True,
+    ),
+    # Stage 3: stage 2 continued at a lower learning rate on fresh groups.
+    "cpu-constrained-more": dict(
+        name="cpu", init_from="runs/cpu-constrained", first_epoch=6, generated_groups_per_epoch=1500, epochs=2,
+        max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
     ),
     # The full run for a GPU.
     "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),
