@@ -174,6 +174,8 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .training.config import PRESETS as TRAIN_PRESETS
+
     parser = argparse.ArgumentParser(prog="decision-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -191,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     decide.set_defaults(func=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
-    train.add_argument("--config", default="cpu", help="preset (smoke, cpu, cpu-continued, cpu-constrained, cpu-constrained-more, gpu) or a JSON config file")
+    presets = ", ".join(TRAIN_PRESETS)
+    train.add_argument("--config", default="cpu", help=f"preset ({presets}) or a JSON config file")
     train.add_argument("--device", default="cpu", help="cpu or cuda")
     train.add_argument("--out", help="checkpoint folder (default runs/<preset>, or runs/<name> for a config file)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
