@@ -80,8 +80,8 @@ PRESETS: dict[str, dict] = {
         name="cpu", init_from="runs/cpu-constrained", first_epoch=6, generated_groups_per_epoch=1500, epochs=2,
         max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
     ),
-    # Stage 2 continued with three passes over the ContractNLI training documents per epoch and fewer
-    # generated groups, for the real-data target.
+    # Stage 3: stage 2 continued with three passes over the ContractNLI training documents per epoch
+    # and fewer generated groups, for the real-data target.
     "cpu-contractnli": dict(
         name="cpu", init_from="runs/cpu-constrained", first_epoch=6, generated_groups_per_epoch=600,
         contractnli_repeats=3, epochs=2, max_minutes=25.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
