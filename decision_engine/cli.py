@@ -148,15 +148,27 @@ def _eval(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(report).decode())
         return 0
     print(f"{len(groups)} groups from {path} ({args.format}), model {engine.model.name}")
-    keys = sorted({k for metrics in report.values() for k in metrics})
-    print("metric".ljust(24) + "".join(m.rjust(14) for m in modes))
+    flat = {mode: _flatten(metrics) for mode, metrics in report.items()}
+    keys = sorted({k for metrics in flat.values() for k in metrics})
+    print("metric".ljust(28) + "".join(m.rjust(14) for m in modes))
     for key in keys:
         cells = []
         for mode in modes:
-            value = report[mode].get(key, "")
+            value = flat[mode].get(key, "")
             cells.append(f"{value:.4f}".rjust(14) if isinstance(value, float) else str(value).rjust(14))
-        print(key.ljust(24) + "".join(cells))
+        print(key.ljust(28) + "".join(cells))
     return 0
+
+
+def _flatten(metrics: dict) -> dict:
+    """Nested metrics (accuracy by answer type) as "outer.inner" keys, for the text table."""
+    flat = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{inner}": v for inner, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _schemas(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from .engine import DecisionEngine, InvalidOutputError
 from .errors import RequestError
 from .rules import RuleSet
 from .validation import request_from_object
-from .values import value_problem
+from .values import kind, value_problem
 
 
 @dataclass
@@ -69,6 +69,7 @@ def evaluate(
     correct = answered = groups_right = invalid = violations = steps = 0
     evidence_hit = evidence_total = 0
     pairs: list[tuple[Any, Any]] = []
+    by_type: dict[str, list[int]] = {}  # answer type -> [right, asked]
     elapsed = 0.0
     skipped = 0
     for start in range(0, len(groups), batch_size):
@@ -101,6 +102,8 @@ def evaluate(
             if response is None:
                 invalid += len(ids)
                 answered += len(ids)
+                for q in request.questions:
+                    by_type.setdefault(kind(q.schema), [0, 0])[1] += 1
                 continue
             steps += response.steps
             values = [a.value for a in response.answers]
@@ -110,6 +113,10 @@ def evaluate(
             right = [values[i] == g.labels.get(qid) for i, qid in enumerate(ids)]
             pairs.extend((g.labels.get(qid), values[i]) for i, qid in enumerate(ids))
             correct += sum(right)
+            for q, ok in zip(request.questions, right):
+                tally = by_type.setdefault(kind(q.schema), [0, 0])
+                tally[0] += ok
+                tally[1] += 1
             answered += len(ids)
             groups_right += all(right)
     decided = len(groups) - skipped
@@ -124,6 +131,8 @@ def evaluate(
         "decisions_per_s": decided / elapsed if elapsed else 0.0,
         "questions_per_s": answered / elapsed if elapsed else 0.0,
         "mean_steps": steps / decided if decided else 0.0,
+        "accuracy_by_type": {t: right / asked for t, (right, asked) in sorted(by_type.items())},
+        "questions_by_type": {t: asked for t, (_, asked) in sorted(by_type.items())},
     }
     if evidence_total:
         metrics["evidence_recall"] = evidence_hit / evidence_total

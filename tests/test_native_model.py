@@ -118,6 +118,17 @@ def test_checkpoint_round_trip(tmp_path, tiny_backend):
         assert torch.allclose(a, b, atol=1e-2), name  # saved as fp16
 
 
+def test_a_checkpoint_trained_on_split_digits_is_read_that_way(tmp_path):
+    from decision_engine.backends.native import load_native
+
+    model = random_model(BlockDiffusionConfig.from_name("tiny"))
+    save_checkpoint(model, tmp_path / "plain", "plain")
+    model.cfg.split_digits = True
+    save_checkpoint(model, tmp_path / "digits", "digits")
+    assert not load_native(tmp_path / "plain").vocab.split_digits
+    assert load_native(tmp_path / "digits").vocab.split_digits
+
+
 def test_base_weights_load_and_are_pinned(monkeypatch):
     model = loader.from_base()
     assert model.cfg.hidden == 384 and model.cfg.layers == 6

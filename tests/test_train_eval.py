@@ -50,6 +50,24 @@ def test_training_continues_from_a_checkpoint(smoke_checkpoint, tmp_path):
     assert torch.allclose(after.head_bias, model.head_bias, atol=0.1)
 
 
+def test_a_continued_run_can_lengthen_the_window(smoke_checkpoint, tmp_path):
+    """A larger `max_positions` than the checkpoint's interpolates its trained position embeddings."""
+    before, _ = load_checkpoint(smoke_checkpoint)
+    config = tmp_path / "longer.json"
+    settings = TrainConfig.load("smoke").to_dict() | {
+        "init_from": str(smoke_checkpoint), "max_positions": 640, "context_tokens": 400, "max_steps": 1,
+    }
+    config.write_text(json.dumps(settings))
+    out = tmp_path / "longer"
+    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
+    after, meta = load_checkpoint(out)
+    assert meta["config"]["max_positions"] == 640 and meta["context_tokens"] == 400
+    old, new = before.embed.position.weight, after.embed.position.weight
+    assert new.shape == (640, old.shape[1])
+    assert torch.allclose(new[0], old[0], atol=0.05)  # the ends stay where they were (one step of training moved them a little)
+    assert torch.allclose(new[-1], old[-1], atol=0.05)
+
+
 def _smoke_batch(count: int):
     """A smoke model and one batch of `count` generated training groups laid out as joint blocks."""
     from decision_engine.backends.native import NativeBackend, base_tokenizer
@@ -141,6 +159,19 @@ def test_eval_generated_validation_groups(smoke_checkpoint, tmp_path, capsys):
     assert main(["eval", "--path", str(path), "--model", str(smoke_checkpoint), "--modes", "joint", "--retrieval", "leading"]) == 0
     out = capsys.readouterr().out
     assert "per_question_accuracy" in out and "group_accuracy" in out
+    assert "accuracy_by_type.boolean" in out
+
+
+def test_eval_accuracy_by_type_adds_up_to_the_whole(smoke_checkpoint, tmp_path, capsys):
+    path = tmp_path / "groups.jsonl"
+    path.write_text("".join(json.dumps(g) + "\n" for g in generate_groups("validation", 6, seed=1)))
+    args = ["eval", "--path", str(path), "--model", str(smoke_checkpoint), "--modes", "joint", "--json"]
+    assert main([*args, "--retrieval", "leading"]) == 0
+    joint = json.loads(capsys.readouterr().out)["joint"]
+    counts, accuracy = joint["questions_by_type"], joint["accuracy_by_type"]
+    assert set(counts) <= {"boolean", "enum", "integer", "date"} and sum(counts.values()) == joint["questions"]
+    right = sum(accuracy[t] * counts[t] for t in counts)
+    assert right == pytest.approx(joint["per_question_accuracy"] * joint["questions"])
 
 
 def test_eval_rejects_unknown_modes(capsys):

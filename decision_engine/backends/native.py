@@ -68,10 +68,10 @@ class NativeBackend:
 
 def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     """A checkpoint folder, or (path None) the base encoder with an untrained head."""
-    vocab = Vocabulary.from_tokenizer(base_tokenizer())
     if path is None:
-        return NativeBackend(from_base(), vocab, UNTRAINED_NAME, device)
+        return NativeBackend(from_base(), Vocabulary.from_tokenizer(base_tokenizer()), UNTRAINED_NAME, device)
     model, meta = load_checkpoint(path, device)
+    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=model.cfg.split_digits)
     backend = NativeBackend(model, vocab, meta.get("name", path.name), device)
     backend.context_tokens = meta.get("context_tokens")
     backend.version = checkpoint_version(path)

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+ASCII_DIGIT = re.compile(r"[0-9]")
+SPACE_BETWEEN_DIGITS = re.compile(r"(?<=[0-9]) (?=[0-9])")
+
+
+def spell_digits(text: str) -> str:
+    """`text` with every digit standing alone ("on 2026-03-14" -> "on  2 0 2 6 - 0 3 - 1 4 "), so a
+    number reads as the same digit tokens an answer slot writes."""
+    return ASCII_DIGIT.sub(r" \g<0> ", text)
 
 
 class VocabularyError(ValueError):
@@ -26,9 +36,10 @@ class Vocabulary:
     yes_ids: tuple[int, ...]
     no_ids: tuple[int, ...]
     marker_ids: tuple[tuple[int, ...], ...]  # marker_ids[k - 1] marks question k in the prefix
+    split_digits: bool = False  # encode numbers digit by digit (models trained that way)
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any) -> Vocabulary:
+    def from_tokenizer(cls, tokenizer: Any, split_digits: bool = False) -> Vocabulary:
         def single(text: str) -> int:
             ids = tokenizer.encode(text, add_special_tokens=False)
             if len(ids) != 1:
@@ -64,11 +75,15 @@ class Vocabulary:
             yes_ids=tuple(tokenizer.encode("yes", add_special_tokens=False)),
             no_ids=tuple(tokenizer.encode("no", add_special_tokens=False)),
             marker_ids=tuple(markers),
+            split_digits=split_digits,
         )
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` without special tokens."""
+        if self.split_digits:
+            text = spell_digits(text)
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids)
+        text = self.tokenizer.decode(ids)
+        return SPACE_BETWEEN_DIGITS.sub("", text) if self.split_digits else text

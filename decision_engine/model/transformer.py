@@ -30,6 +30,7 @@ class BlockDiffusionConfig:
     type_vocab: int = 2  # segment 0: prefix, 1: answer block
     max_slots: int = 8  # questions per request; index 0 means "no slot"
     layer_norm_eps: float = 1e-12
+    split_digits: bool = False  # trained on text whose digits stand alone (see Vocabulary.split_digits)
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:

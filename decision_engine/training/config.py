@@ -26,6 +26,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
     constrained_loss: bool = True  # softmax over the tokens each position's schema allows (as decoding does), not the vocabulary
+    split_digits: bool = False  # numbers read digit by digit, as answer slots write them (stored in the checkpoint)
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
     init_from: str | None = None  # checkpoint folder to continue from (e.g. an earlier stage's); "bundled": the shipped weights
     first_epoch: int = 0  # data epochs an earlier run already drew, so a continued run sees fresh groups
@@ -86,6 +87,20 @@ PRESETS: dict[str, dict] = {
         name="cpu", init_from="runs/cpu-constrained", first_epoch=6, generated_groups_per_epoch=600,
         contractnli_repeats=3, epochs=2, max_minutes=25.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
         constrained_loss=True,
+    ),
+    # Stage 4: stage 3 continued reading numbers digit by digit (each digit its own token, as the
+    # integer and date slots write them), so copying a number or a date becomes copying tokens.
+    "cpu-digits": dict(
+        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=1200,
+        contractnli_repeats=2, epochs=3, max_minutes=35.0, learning_rate=1.5e-4, warmup_steps=20, log_every=10,
+        constrained_loss=True, split_digits=True,
+    ),
+    # Stage 3 continued with 1024 positions (its position embeddings interpolated) and up to 800
+    # context tokens, on stage 3's data mix: what a longer window buys (tried, see the model card).
+    "cpu-long": dict(
+        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, max_positions=1024, context_tokens=800,
+        generated_groups_per_epoch=600, contractnli_repeats=3, epochs=2, max_minutes=35.0, learning_rate=1e-4,
+        warmup_steps=20, log_every=10, constrained_loss=True,
     ),
     # The full run for a GPU.
     "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),

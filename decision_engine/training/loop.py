@@ -13,7 +13,7 @@ import torch
 from ..backends.native import NativeBackend, base_tokenizer
 from ..backends.vocabulary import Vocabulary
 from ..engine import DecisionEngine
-from ..model.loader import from_base, load_checkpoint, random_model, save_checkpoint
+from ..model.loader import extend_positions, from_base, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
 from .examples import Example, examples_from_line
@@ -27,13 +27,23 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
         from ..models import BUNDLED_WEIGHTS
 
         model, _ = load_checkpoint(BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from))
+        if cfg.max_positions > model.cfg.max_positions:  # a longer window for a continued model
+            lengthen_positions(model, cfg.max_positions)
     else:
         model_cfg = BlockDiffusionConfig.from_name(cfg.model)
         model_cfg.max_positions = cfg.max_positions
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
+    model.cfg.split_digits = cfg.split_digits
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     return model
+
+
+def lengthen_positions(model: torch.nn.Module, target: int) -> None:
+    """Give `model` `target` positions, its trained position embeddings interpolated to that length."""
+    weight = extend_positions(model.embed.position.weight.detach(), target)
+    model.embed.position = torch.nn.Embedding.from_pretrained(weight, freeze=False)
+    model.cfg.max_positions = target
 
 
 def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
@@ -77,8 +87,8 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
-    vocab = Vocabulary.from_tokenizer(base_tokenizer())
     model = build_model(cfg).to(device)
+    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=cfg.split_digits)
     layout = NativeBackend(model, vocab, "training", device)
     layout.context_tokens = cfg.context_tokens
     engine = DecisionEngine(layout, context=context(vocab) if context else None)
