@@ -31,7 +31,7 @@ class _Prepared:
     rules: RuleSet
     blocks: list[Block]
     evidence: list[list[Evidence]]
-    context_ranges: list[tuple[int, int]]  # document characters shown to the model (any block)
+    shown_ranges: list[list[tuple[int, int]]]  # per question, the document characters its block shows
 
 
 class DecisionEngine:
@@ -85,21 +85,20 @@ class DecisionEngine:
         document = request.document.text
         slots = list(range(len(spaces)))
         if mode == "independent":
-            blocks, evidence, ranges = [], [], set()
+            blocks, evidence, shown = [], [], []
             for s in slots:
                 budget = self._budget([questions[s]], lengths[s], cap)
                 choice = self.context(document, [texts[s]], budget)
                 blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], choice.token_ids)))
                 evidence.extend(choice.evidence)
-                ranges.update(choice.ranges)
-            context_ranges = sorted(ranges)
+                shown.append(list(choice.ranges))
         else:
             budget = self._budget(questions, sum(lengths), cap)
             choice = self.context(document, texts, budget)
-            evidence, context_ranges = choice.evidence, choice.ranges
+            evidence, shown = choice.evidence, [list(choice.ranges)] * len(slots)
             prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids)
             blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
-        return _Prepared(request, mode, group, rules, blocks, evidence, context_ranges)
+        return _Prepared(request, mode, group, rules, blocks, evidence, shown)
 
     def _budget(self, questions: list[list[int]], block_len: int, cap: int | None) -> int:
         try:

@@ -95,10 +95,10 @@ def evaluate(
         elapsed += time.perf_counter() - began
         for g, request, p, response in zip(kept, requests, prepared, responses):
             ids = [q.id for q in request.questions]
-            for qid in ids:
+            for qid, shown in zip(ids, p.shown_ranges):  # only what the question's own block sees
                 for gold_range in g.evidence.get(qid, []):
                     evidence_total += 1
-                    evidence_hit += _covered(gold_range, p.context_ranges)
+                    evidence_hit += _covered(gold_range, shown)
             if response is None:
                 invalid += len(ids)
                 answered += len(ids)

@@ -41,4 +41,25 @@ def test_retrieved_context_fits_and_holds_the_relevant_clause(tiny_backend, voca
     clause = vocab.encode(NOTICE)
     assert any(prefix[i : i + len(clause)] == clause for i in range(len(prefix)))
     start = prepared.request.document.text.index(NOTICE)
-    assert any(s <= start < e for s, e in prepared.context_ranges)
+    assert any(s <= start < e for s, e in prepared.shown_ranges[0])
+
+
+def test_independent_blocks_report_only_the_text_each_one_shows(tiny_backend, vocab):
+    """Evidence recall in independent mode counts a question's own context, not the union of all blocks'."""
+    deposit = "7.1 The landlord shall return the security deposit within fourteen days after the lease ends."
+    text = NOTICE + " " + FILLER * 60 + deposit + " " + FILLER * 60
+    questions = [
+        Question(id="notice", text="How many days of written notice are needed to terminate?",
+                 schema=AnswerSchema(type="integer", minimum=0, maximum=365)),
+        Question(id="deposit", text="Within how many days must the landlord return the security deposit?",
+                 schema=AnswerSchema(type="integer", minimum=0, maximum=365)),
+    ]
+    engine = DecisionEngine(tiny_backend, context=RetrievalContext.create(vocab, dense=False))
+    engine.context_tokens = 24  # room for about one clause per block
+    both = engine.prepare(DecisionRequest(document=Document(text=text), questions=questions), "independent")
+    notice_at, deposit_at = text.index(NOTICE), text.index(deposit)
+    shows = [[any(s <= at < e for s, e in ranges) for at in (notice_at, deposit_at)] for ranges in both.shown_ranges]
+    assert shows == [[True, False], [False, True]]
+    for i, question in enumerate(questions):
+        alone = engine.prepare(DecisionRequest(document=Document(text=text), questions=[question]), "independent")
+        assert alone.shown_ranges[0] == both.shown_ranges[i]
