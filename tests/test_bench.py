@@ -33,6 +33,10 @@ def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
             assert row["groups"] == 2 and row["questions"] == 16
             assert row["groups_per_s"] == pytest.approx(row["groups"] / row["seconds"])
             assert 0 < row["latency_p50_ms"] <= row["latency_p95_ms"] and row["steps_per_group"] > 0
+            split = row["prefix_ms_per_group"] + row["block_ms_per_group"] + row["other_ms_per_group"]
+            assert split == pytest.approx(row["seconds"] * 1e3 / row["groups"])
+            assert row["prefix_ms_per_group"] > 0 and row["block_ms_per_group"] > 0 and row["other_ms_per_group"] > 0
+            assert row["ms_per_block_pass"] > 0
 
     ratios = report["ratios"]
     size = ratios["batch_size"]
@@ -78,3 +82,15 @@ def test_workload_has_eight_questions_over_contract_size_documents():
     assert len(lines) == 4 and all(len(line["questions"]) == 8 for line in lines)
     assert all(TARGET_CHARS <= len(line["document"]["text"]) < TARGET_CHARS + 1000 for line in lines)
     assert len({line["document"]["text"] for line in lines}) == 4
+
+
+def test_time_split_counts_the_passes_of_a_request_and_leaves_the_model_as_it_was(tiny_backend):
+    from decision_engine.bench.time_split import timing_model
+
+    request = request_from_object(build_workload(1, seed=3, target_chars=3000)[0])
+    engine = DecisionEngine(tiny_backend)
+    with timing_model(tiny_backend) as split:
+        response = engine.decide(request, "joint")
+    assert split.block_calls == response.steps > 0
+    assert split.prefix_s > 0 and split.block_s > 0
+    assert "encode_prefix" not in vars(tiny_backend) and "block_logits" not in vars(tiny_backend)

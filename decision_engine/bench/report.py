@@ -93,14 +93,19 @@ def to_text(report: dict[str, Any]) -> str:
         f"documents of {report['workload']['mean_document_chars']:.0f} characters on average "
         f"({report['workload']['source']})",
         "",
-        f"{'mode':12s}{'batch':>6s}{'groups/s':>10s}{'questions/s':>13s}{'p50 ms':>10s}{'p95 ms':>10s}{'steps':>8s}",
+        f"{'mode':12s}{'batch':>6s}{'groups/s':>10s}{'questions/s':>13s}{'p50 ms':>10s}{'p95 ms':>10s}{'steps':>8s}"
+        f"{'prefix':>9s}{'blocks':>9s}{'other':>9s}{'pass':>7s}",
     ]
     for mode in MODES:
         for row in report["modes"][mode]:
             lines.append(
                 f"{mode:12s}{row['batch_size']:6d}{row['groups_per_s']:10.3f}{row['questions_per_s']:13.2f}"
                 f"{row['latency_p50_ms']:10.0f}{row['latency_p95_ms']:10.0f}{row['steps_per_group']:8.1f}"
+                f"{row['prefix_ms_per_group']:9.1f}{row['block_ms_per_group']:9.1f}{row['other_ms_per_group']:9.1f}"
+                f"{row['ms_per_block_pass']:7.1f}"
             )
+    lines.append("(prefix, blocks, other: ms per group spent encoding prefixes, in answer-block passes, and on the rest;"
+                 " pass: ms per answer-block pass)")
     cache = report.get("prefix_cache")
     if cache:
         lines += [

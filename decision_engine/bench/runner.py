@@ -20,6 +20,7 @@ from ..backends.native import NativeBackend
 from ..engine import DecisionEngine
 from ..kernels.dispatch import ENV, triton_available
 from ..types import DecisionRequest
+from .time_split import timing_model
 from .uncached import UncachedBackend
 
 MODES = ("joint", "independent", "sequential")
@@ -49,15 +50,17 @@ def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: s
     latencies: list[float] = []
     values: list[list[Any]] = []
     steps = 0
-    started = time.perf_counter()
-    for first in range(0, len(requests), batch_size):
-        chunk = requests[first : first + batch_size]
-        call = time.perf_counter()
-        responses = engine.decide_batch(chunk, mode)
-        latencies.extend([time.perf_counter() - call] * len(chunk))
-        values.extend([a.value for a in r.answers] for r in responses)
-        steps += sum(r.steps for r in responses)
-    seconds = time.perf_counter() - started
+    with timing_model(engine.model) as split:
+        started = time.perf_counter()
+        for first in range(0, len(requests), batch_size):
+            chunk = requests[first : first + batch_size]
+            call = time.perf_counter()
+            responses = engine.decide_batch(chunk, mode)
+            latencies.extend([time.perf_counter() - call] * len(chunk))
+            values.extend([a.value for a in r.answers] for r in responses)
+            steps += sum(r.steps for r in responses)
+        seconds = time.perf_counter() - started
+    per_group = 1e3 / len(requests)
     questions = sum(len(r.questions) for r in requests)
     figures = {
         "batch_size": batch_size,
@@ -69,6 +72,11 @@ def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: s
         "latency_p50_ms": percentile(latencies, 0.50) * 1e3,
         "latency_p95_ms": percentile(latencies, 0.95) * 1e3,
         "steps_per_group": steps / len(requests),  # forward passes over answer blocks, summed over a group's blocks
+        # where a group's time goes: encoding prefixes, answer-block passes (shared by the batch), the rest
+        "prefix_ms_per_group": split.prefix_s * per_group,
+        "block_ms_per_group": split.block_s * per_group,
+        "other_ms_per_group": (seconds - split.prefix_s - split.block_s) * per_group,
+        "ms_per_block_pass": split.block_s * 1e3 / split.block_calls if split.block_calls else 0.0,
     }
     return figures, values
 
