@@ -23,6 +23,11 @@ def base_tokenizer():
     return AutoTokenizer.from_pretrained(str(base_model_dir()), local_files_only=True)
 
 
+def model_vocabulary(model: BlockDiffusionModel) -> Vocabulary:
+    """The base tokenizer's vocabulary, reading text the way `model` was trained to (digits split or not)."""
+    return Vocabulary.from_tokenizer(base_tokenizer(), split_digits=model.cfg.split_digits)
+
+
 def pad_prefixes(prefixes: Sequence[PrefixInput], pad_id: int, device) -> tuple[torch.Tensor, ...]:
     """Right-padded (ids, slots, mask), each (B, T)."""
     width = max(len(p.token_ids) for p in prefixes)
@@ -69,10 +74,10 @@ class NativeBackend:
 def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     """A checkpoint folder, or (path None) the base encoder with an untrained head."""
     if path is None:
-        return NativeBackend(from_base(), Vocabulary.from_tokenizer(base_tokenizer()), UNTRAINED_NAME, device)
+        model = from_base()
+        return NativeBackend(model, model_vocabulary(model), UNTRAINED_NAME, device)
     model, meta = load_checkpoint(path, device)
-    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=model.cfg.split_digits)
-    backend = NativeBackend(model, vocab, meta.get("name", path.name), device)
+    backend = NativeBackend(model, model_vocabulary(model), meta.get("name", path.name), device)
     backend.context_tokens = meta.get("context_tokens")
     backend.version = checkpoint_version(path)
     return backend

@@ -18,35 +18,33 @@ class TimeSplit:
     block_calls: int = 0  # forward passes over answer blocks (a batched pass counts once)
 
 
-def _synchronised(device: object) -> None:
-    if isinstance(device, torch.device) and device.type == "cuda" or device == "cuda":
-        torch.cuda.synchronize()
-
-
 @contextlib.contextmanager
 def timing_model(model: object) -> Iterator[TimeSplit]:
     """Within the block, calls to `model.encode_prefix` and `model.block_logits` add their wall time
     to the yielded split (on CUDA after synchronising, so the time is the device's)."""
     split = TimeSplit()
-    encode_prefix, block_logits = model.encode_prefix, model.block_logits
-    device = getattr(model, "device", "cpu")
+    on_cuda = torch.device(getattr(model, "device", "cpu")).type == "cuda"
 
-    def timed_prefix(*args, **kwargs):
-        started = time.perf_counter()
-        out = encode_prefix(*args, **kwargs)
-        _synchronised(device)
-        split.prefix_s += time.perf_counter() - started
-        return out
+    def timed(call, add):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            out = call(*args, **kwargs)
+            if on_cuda:
+                torch.cuda.synchronize()
+            add(time.perf_counter() - started)
+            return out
 
-    def timed_block(*args, **kwargs):
-        started = time.perf_counter()
-        out = block_logits(*args, **kwargs)
-        _synchronised(device)
-        split.block_s += time.perf_counter() - started
+        return wrapper
+
+    def add_prefix(seconds: float) -> None:
+        split.prefix_s += seconds
+
+    def add_block(seconds: float) -> None:
+        split.block_s += seconds
         split.block_calls += 1
-        return out
 
-    model.encode_prefix, model.block_logits = timed_prefix, timed_block
+    model.encode_prefix = timed(model.encode_prefix, add_prefix)
+    model.block_logits = timed(model.block_logits, add_block)
     try:
         yield split
     finally:

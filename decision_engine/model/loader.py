@@ -81,6 +81,13 @@ def extend_positions(weight: torch.Tensor, target: int) -> torch.Tensor:
     return resized[0].T.contiguous()
 
 
+def lengthen_positions(model: BlockDiffusionModel, target: int) -> None:
+    """Give a trained `model` `target` positions, its position embeddings interpolated to that length."""
+    weight = extend_positions(model.embed.position.weight.detach(), target)
+    model.embed.position = torch.nn.Embedding.from_pretrained(weight, freeze=False)
+    model.cfg.max_positions = target
+
+
 def from_base(cfg: BlockDiffusionConfig | None = None, seed: int = 0) -> BlockDiffusionModel:
     """A model initialised from the base encoder; head and slot embeddings fresh (seeded)."""
     cfg = cfg or BlockDiffusionConfig.from_name("minilm-l6")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import torch
 
-from ..backends.native import NativeBackend, base_tokenizer
-from ..backends.vocabulary import Vocabulary
+from ..backends.native import NativeBackend, model_vocabulary
 from ..engine import DecisionEngine
-from ..model.loader import extend_positions, from_base, load_checkpoint, random_model, save_checkpoint
+from ..model.loader import from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
 from .examples import Example, examples_from_line
@@ -37,13 +36,6 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     return model
-
-
-def lengthen_positions(model: torch.nn.Module, target: int) -> None:
-    """Give `model` `target` positions, its trained position embeddings interpolated to that length."""
-    weight = extend_positions(model.embed.position.weight.detach(), target)
-    model.embed.position = torch.nn.Embedding.from_pretrained(weight, freeze=False)
-    model.cfg.max_positions = target
 
 
 def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
@@ -88,7 +80,7 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
     rng = random.Random(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     model = build_model(cfg).to(device)
-    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=cfg.split_digits)
+    vocab = model_vocabulary(model)
     layout = NativeBackend(model, vocab, "training", device)
     layout.context_tokens = cfg.context_tokens
     engine = DecisionEngine(layout, context=context(vocab) if context else None)
