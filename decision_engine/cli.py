@@ -105,13 +105,7 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: {cfg.contractnli_path}: no such file", file=sys.stderr)
         return EXIT_INVALID
     out = Path(args.out or f"runs/{args.config if args.config in PRESETS else cfg.name}")
-    context = None
-    if args.retrieval != "leading":
-        from .retrieval.builder import RetrievalContext
-
-        def context(vocab):  # training needs no evidence, so documents that fit whole are not ranked
-            return RetrievalContext.create(vocab, dense=args.retrieval == "hybrid", evidence_per_question=0)
-    summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), context=context)
+    summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), retrieval=args.retrieval)
     print(f"saved {out} after {summary['steps']} steps in {summary['minutes']} min")
     return 0
 

@@ -32,6 +32,8 @@ class TrainConfig:
     first_epoch: int = 0  # data epochs an earlier run already drew, so a continued run sees fresh groups
     max_minutes: float | None = None  # stop early (and save) after this much wall time
     max_steps: int | None = None  # stop after this many optimiser steps
+    data_workers: int = 0  # processes laying out examples, one epoch ahead (0: in the training process)
+    bf16: bool = False  # autocast the forward pass to bfloat16 (for GPUs; weights and optimiser stay fp32)
     seed: int = 0
     log_every: int = 20
 
@@ -102,6 +104,11 @@ PRESETS: dict[str, dict] = {
         generated_groups_per_epoch=600, contractnli_repeats=3, epochs=2, max_minutes=35.0, learning_rate=1e-4,
         warmup_steps=20, log_every=10, constrained_loss=True,
     ),
-    # The full run for a GPU.
-    "gpu": dict(name="gpu", generated_groups_per_epoch=20000, epochs=8, batch_size=32, contractnli_repeats=6),
+    # The GPU stage: the shipped model continued on many more fresh groups, sized for one H200 for
+    # about six minutes (bf16 autocast, examples laid out by worker processes one epoch ahead).
+    "gpu": dict(
+        name="gpu", init_from="bundled", first_epoch=10, generated_groups_per_epoch=20000, contractnli_repeats=6,
+        epochs=8, batch_size=32, learning_rate=1.5e-4, warmup_steps=100, max_minutes=6.0, log_every=100,
+        constrained_loss=True, data_workers=12, bf16=True,
+    ),
 }

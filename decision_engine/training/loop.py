@@ -15,8 +15,9 @@ from ..engine import DecisionEngine
 from ..model.loader import from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
-from .examples import Example, examples_from_line
+from .examples import Example
 from .objective import batch_tensors, masked_diffusion_loss
+from .preparation import ExamplePreparer, LayoutSpec, context_builder, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
 
@@ -55,17 +56,6 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
     return lines
 
 
-def epoch_examples(engine: DecisionEngine, cfg: TrainConfig, lines: list[dict], rng: random.Random) -> list[Example]:
-    examples: list[Example] = []
-    for line in lines:
-        examples.extend(examples_from_line(engine, line, "joint"))
-        if rng.random() < cfg.independent_share:  # one question alone, as independent mode asks it
-            singles = examples_from_line(engine, line, "independent")
-            if singles:
-                examples.append(rng.choice(singles))
-    return examples
-
-
 def batches(examples: list[Example], size: int, rng: random.Random) -> Iterator[list[Example]]:
     """Batches of similar prefix length (less padding), in random order."""
     ordered = sorted(examples, key=lambda e: len(e.prefix.token_ids) + rng.random() * 16)
@@ -74,8 +64,13 @@ def batches(examples: list[Example], size: int, rng: random.Random) -> Iterator[
     yield from chunks
 
 
-def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str], None] = print, context=None) -> dict:
-    """Train, save a checkpoint into `out`, and return a summary of the run."""
+def train(
+    cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str], None] = print, retrieval: str = "leading"
+) -> dict:
+    """Train, save a checkpoint into `out`, and return a summary of the run.
+
+    `retrieval` chooses how long documents are cut to the context ("leading", "lexical", "hybrid").
+    """
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
@@ -83,55 +78,66 @@ def train(cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str],
     vocab = model_vocabulary(model)
     layout = NativeBackend(model, vocab, "training", device)
     layout.context_tokens = cfg.context_tokens
-    engine = DecisionEngine(layout, context=context(vocab) if context else None)
+    engine = DecisionEngine(layout, context=context_builder(retrieval, vocab))
+    spec = LayoutSpec(model.cfg.max_positions, cfg.context_tokens, cfg.split_digits, retrieval)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
     started = time.monotonic()
     step, seen, total_steps, history = 0, 0, None, []
     stop = False
-    for epoch in range(cfg.epochs):
-        lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
-        examples = epoch_examples(engine, cfg, lines, rng)
-        if total_steps is None:
-            total_steps = max(1, cfg.epochs * math.ceil(len(examples) / cfg.batch_size))
-            if cfg.max_steps:
-                total_steps = min(total_steps, cfg.max_steps)
-        log(f"epoch {epoch + 1}/{cfg.epochs}: {len(lines)} groups -> {len(examples)} blocks")
-        model.train()
-        running = 0.0
-        for batch in batches(examples, cfg.batch_size, rng):
-            lr = cfg.learning_rate * min(1.0, (step + 1) / cfg.warmup_steps) * max(0.05, 1 - step / total_steps)
-            for group in optimiser.param_groups:
-                group["lr"] = lr
-            tensors = batch_tensors(batch, vocab.pad_id, device)
-            loss = masked_diffusion_loss(
-                model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting, cfg.constrained_loss
-            )
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimiser.step()
-            step += 1
-            seen += len(batch)
-            running += loss.item()
-            if step % cfg.log_every == 0:
-                minutes = (time.monotonic() - started) / 60
-                log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s")
-                history.append({"step": step, "loss": running / cfg.log_every, "minutes": round(minutes, 2)})
-                running = 0.0
-            if (cfg.max_steps and step >= cfg.max_steps) or (
-                cfg.max_minutes and time.monotonic() - started > cfg.max_minutes * 60
-            ):
-                stop = True
+
+    def planned(epoch: int):
+        return plan_epoch(epoch_lines(cfg, cfg.first_epoch + epoch, rng), cfg.independent_share, rng)
+
+    with ExamplePreparer(engine, spec, cfg.data_workers) as preparer:
+        upcoming = preparer.start(planned(0))
+        for epoch in range(cfg.epochs):
+            examples = preparer.finish(upcoming)
+            if epoch + 1 < cfg.epochs:  # the workers lay out the next epoch while this one trains
+                upcoming = preparer.start(planned(epoch + 1))
+            if total_steps is None:
+                total_steps = max(1, cfg.epochs * math.ceil(len(examples) / cfg.batch_size))
+                if cfg.max_steps:
+                    total_steps = min(total_steps, cfg.max_steps)
+            log(f"epoch {epoch + 1}/{cfg.epochs}: {len(examples)} blocks")
+            model.train()
+            running = 0.0
+            for batch in batches(examples, cfg.batch_size, rng):
+                lr = cfg.learning_rate * min(1.0, (step + 1) / cfg.warmup_steps) * max(0.05, 1 - step / total_steps)
+                for group in optimiser.param_groups:
+                    group["lr"] = lr
+                tensors = batch_tensors(batch, vocab.pad_id, device)
+                with autocast:
+                    loss = masked_diffusion_loss(
+                        model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting, cfg.constrained_loss
+                    )
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                optimiser.step()
+                step += 1
+                seen += len(batch)
+                running += loss.item()
+                if step % cfg.log_every == 0:
+                    minutes = (time.monotonic() - started) / 60
+                    log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s")
+                    history.append({"step": step, "loss": running / cfg.log_every, "minutes": round(minutes, 2)})
+                    running = 0.0
+                if (cfg.max_steps and step >= cfg.max_steps) or (
+                    cfg.max_minutes and time.monotonic() - started > cfg.max_minutes * 60
+                ):
+                    stop = True
+                    break
+            if stop:
                 break
-        if stop:
-            break
     model.eval()
     summary = {
         "steps": step,
         "blocks_seen": seen,
         "minutes": round((time.monotonic() - started) / 60, 2),
         "device": device,
+        "retrieval": retrieval,
         "history": history,
     }
     omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []

@@ -1,0 +1,132 @@
+"""An epoch's training examples, laid out in this process or in worker processes.
+
+Laying requests out (tokenising, ranking spans, building slot spaces) costs a few milliseconds a
+group on one core; a GPU consumes groups far faster. With `workers` > 0 the examples are built by
+a pool of processes, and the next epoch's are started while the current one trains. Every random
+choice is drawn here, before the work is split, so workers and the plain path give the same examples.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from ..backends.native import base_tokenizer
+from ..backends.vocabulary import Vocabulary
+from ..engine import DecisionEngine
+from .examples import Example, examples_from_line
+
+CHUNK_LINES = 256  # request lines per task sent to a worker
+_WORKER_ENGINE: DecisionEngine | None = None  # each worker's own layout engine
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """What it takes to lay requests out exactly as the trained model will see them."""
+
+    max_positions: int  # the model's window
+    context_tokens: int | None  # document-token cap
+    split_digits: bool  # how the model reads numbers
+    retrieval: str  # "leading", "lexical" or "hybrid"
+
+
+@dataclass(frozen=True)
+class PlannedLine:
+    """A request line, and where drawn, which of its questions is also trained alone (a share of [0, 1))."""
+
+    line: dict
+    single: float | None
+
+
+class LayoutOnlyModel:
+    """The part of a model the engine reads while it only lays requests out (no forward passes)."""
+
+    name = "layout"
+
+    def __init__(self, vocab: Vocabulary, max_positions: int, context_tokens: int | None):
+        self.vocab = vocab
+        self.max_positions = max_positions
+        self.context_tokens = context_tokens
+
+
+def context_builder(retrieval: str, vocab: Vocabulary):
+    """The engine's context builder for a retrieval name; None keeps the leading tokens."""
+    if retrieval == "leading":
+        return None
+    from ..retrieval.builder import RetrievalContext
+
+    # Training needs no evidence, so documents that fit whole are not ranked.
+    return RetrievalContext.create(vocab, dense=retrieval == "hybrid", evidence_per_question=0)
+
+
+def layout_engine(spec: LayoutSpec) -> DecisionEngine:
+    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
+    model = LayoutOnlyModel(vocab, spec.max_positions, spec.context_tokens)
+    return DecisionEngine(model, context=context_builder(spec.retrieval, vocab))
+
+
+def plan_epoch(lines: Sequence[dict], independent_share: float, rng: random.Random) -> list[PlannedLine]:
+    """Each line, with a draw choosing whether (and which) one question is also trained alone."""
+    planned = []
+    for line in lines:
+        alone, which = rng.random(), rng.random()
+        planned.append(PlannedLine(line, which if alone < independent_share else None))
+    return planned
+
+
+def planned_examples(engine: DecisionEngine, planned: Sequence[PlannedLine]) -> list[Example]:
+    """The joint block of every line, plus the single-question blocks the plan asks for."""
+    examples: list[Example] = []
+    for item in planned:
+        examples.extend(examples_from_line(engine, item.line, "joint"))
+        if item.single is not None:
+            singles = examples_from_line(engine, item.line, "independent")
+            if singles:
+                examples.append(singles[int(item.single * len(singles))])
+    return examples
+
+
+def _start_worker(spec: LayoutSpec) -> None:
+    global _WORKER_ENGINE
+    _WORKER_ENGINE = layout_engine(spec)
+
+
+def _worker_examples(planned: list[PlannedLine]) -> list[Example]:
+    return planned_examples(_WORKER_ENGINE, planned)
+
+
+class ExamplePreparer:
+    """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead."""
+
+    def __init__(self, engine: DecisionEngine, spec: LayoutSpec, workers: int = 0):
+        self.engine = engine
+        self.pool = None
+        if workers > 0:
+            self.pool = ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(spec,)
+            )
+
+    def start(self, planned: list[PlannedLine]) -> list[Future] | list[PlannedLine]:
+        """Begin an epoch's examples; pass the result to `finish`."""
+        if self.pool is None:
+            return planned
+        return [self.pool.submit(_worker_examples, planned[i : i + CHUNK_LINES]) for i in range(0, len(planned), CHUNK_LINES)]
+
+    def finish(self, started) -> list[Example]:
+        """The examples of an epoch begun with `start`, in line order."""
+        if self.pool is None:
+            return planned_examples(self.engine, started)
+        return [e for future in started for e in future.result()]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def __enter__(self) -> ExamplePreparer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

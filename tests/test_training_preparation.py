@@ -1,0 +1,57 @@
+"""Training data laid out by worker processes, and the bf16 autocast option."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import torch
+
+from decision_engine.cli import main
+from decision_engine.datasets.linked_groups import generate_groups
+from decision_engine.model.loader import load_checkpoint
+from decision_engine.training.config import PRESETS, TrainConfig
+from decision_engine.training.preparation import ExamplePreparer, LayoutSpec, layout_engine, plan_epoch
+
+SPEC = LayoutSpec(max_positions=512, context_tokens=128, split_digits=False, retrieval="lexical")
+
+
+def test_workers_lay_out_the_same_examples_as_the_training_process():
+    lines = generate_groups("train", 40, seed=3)
+    planned = plan_epoch(lines, independent_share=0.5, rng=random.Random(0))
+    assert any(p.single is not None for p in planned) and any(p.single is None for p in planned)
+    engine = layout_engine(SPEC)
+    with ExamplePreparer(engine, SPEC, workers=0) as here:
+        expected = here.finish(here.start(planned))
+    with ExamplePreparer(engine, SPEC, workers=1) as pool:
+        started = pool.start(planned)
+        got = pool.finish(started)
+    assert len(expected) > len(lines)  # joint blocks plus some single-question ones
+    assert got == expected
+
+
+def test_plan_draws_single_questions_at_the_configured_share():
+    lines = [{"id": str(i)} for i in range(2000)]
+    none = plan_epoch(lines, 0.0, random.Random(1))
+    every = plan_epoch(lines, 1.0, random.Random(1))
+    quarter = plan_epoch(lines, 0.25, random.Random(1))
+    assert all(p.single is None for p in none)
+    assert all(0 <= p.single < 1 for p in every)
+    assert 0.2 < sum(p.single is not None for p in quarter) / len(lines) < 0.3
+
+
+def test_bf16_autocast_trains_and_saves_fp32_weights(tmp_path):
+    config = tmp_path / "bf16.json"
+    config.write_text(json.dumps(TrainConfig.load("smoke").to_dict() | {"bf16": True, "max_steps": 2}))
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
+    model, meta = load_checkpoint(out)
+    assert meta["training"]["steps"] == 2
+    assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_the_gpu_preset_fits_one_device_call():
+    """The GPU stage stops on its own well inside a 10-minute device command, and lays out data in workers."""
+    gpu = TrainConfig(**PRESETS["gpu"])
+    assert gpu.max_minutes is not None and gpu.max_minutes <= 7
+    assert gpu.data_workers > 0 and gpu.bf16
