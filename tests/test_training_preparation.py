@@ -55,3 +55,15 @@ def test_the_gpu_preset_fits_one_device_call():
     gpu = TrainConfig(**PRESETS["gpu"])
     assert gpu.max_minutes is not None and gpu.max_minutes <= 7
     assert gpu.data_workers > 0 and gpu.bf16
+
+
+def test_learning_rate_decays_over_the_time_limit_when_it_comes_first():
+    from decision_engine.training.loop import learning_rate
+
+    cfg = TrainConfig(learning_rate=1e-3, warmup_steps=10, max_minutes=2.0)
+    assert learning_rate(cfg, 0, 1000, 0.0) == 1e-3 / 10  # warming up
+    assert abs(learning_rate(cfg, 100, 1000, 0.0) - 0.9e-3) < 1e-12  # by steps
+    assert abs(learning_rate(cfg, 100, 1000, 60.0) - 0.5e-3) < 1e-12  # half the time gone
+    assert learning_rate(cfg, 100, 1000, 500.0) == 0.05e-3  # past the limit: the floor
+    untimed = TrainConfig(learning_rate=1e-3, warmup_steps=10, max_minutes=None)
+    assert abs(learning_rate(untimed, 100, 1000, 1e6) - 0.9e-3) < 1e-12

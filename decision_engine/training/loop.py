@@ -56,6 +56,15 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
     return lines
 
 
+def learning_rate(cfg: TrainConfig, step: int, total_steps: int, elapsed_s: float) -> float:
+    """Linear warm-up, then linear decay to 5% over the run: over its steps, or over its time limit
+    when that comes first, so a run stopped by `max_minutes` still ends at a low rate."""
+    progress = step / total_steps
+    if cfg.max_minutes:
+        progress = max(progress, elapsed_s / (cfg.max_minutes * 60))
+    return cfg.learning_rate * min(1.0, (step + 1) / cfg.warmup_steps) * max(0.05, 1 - progress)
+
+
 def batches(examples: list[Example], size: int, rng: random.Random) -> Iterator[list[Example]]:
     """Batches of similar prefix length (less padding), in random order."""
     ordered = sorted(examples, key=lambda e: len(e.prefix.token_ids) + rng.random() * 16)
@@ -104,7 +113,7 @@ def train(
             model.train()
             running = 0.0
             for batch in batches(examples, cfg.batch_size, rng):
-                lr = cfg.learning_rate * min(1.0, (step + 1) / cfg.warmup_steps) * max(0.05, 1 - step / total_steps)
+                lr = learning_rate(cfg, step, total_steps, time.monotonic() - started)
                 for group in optimiser.param_groups:
                     group["lr"] = lr
                 tensors = batch_tensors(batch, vocab.pad_id, device)
