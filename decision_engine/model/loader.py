@@ -88,6 +88,15 @@ def lengthen_positions(model: BlockDiffusionModel, target: int) -> None:
     model.cfg.max_positions = target
 
 
+def add_question_summary(model: BlockDiffusionModel) -> None:
+    """Give a trained `model` the question-summary input of its answer positions, starting at zero."""
+    from .transformer import question_summary_layer
+
+    if model.question_summary is None:
+        model.question_summary = question_summary_layer(model.cfg.hidden)
+        model.cfg.question_summary = True
+
+
 def from_base(cfg: BlockDiffusionConfig | None = None, seed: int = 0) -> BlockDiffusionModel:
     """A model initialised from the base encoder; head and slot embeddings fresh (seeded)."""
     cfg = cfg or BlockDiffusionConfig.from_name("minilm-l6")

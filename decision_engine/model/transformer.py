@@ -31,6 +31,7 @@ class BlockDiffusionConfig:
     max_slots: int = 8  # questions per request; index 0 means "no slot"
     layer_norm_eps: float = 1e-12
     split_digits: bool = False  # trained on text whose digits stand alone (see Vocabulary.split_digits)
+    question_summary: bool = False  # answer positions also read their own question's pooled prefix states
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -56,6 +57,7 @@ class PrefixState:
     values: list[torch.Tensor]  # each (B, H, T, D)
     mask: torch.Tensor  # (B, T) True on real tokens
     lengths: torch.Tensor  # (B,) real prefix lengths
+    summaries: torch.Tensor | None = None  # (B, S + 1, C) mean last-layer state of each question's tokens
     _packed: list | None = field(default=None, init=False, repr=False, compare=False)
     _joined: list | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -95,6 +97,7 @@ class PrefixState:
             [v.index_select(0, index) for v in self.values],
             self.mask.index_select(0, index),
             self.lengths.index_select(0, index),
+            None if self.summaries is None else self.summaries.index_select(0, index),
         )
 
 
@@ -156,6 +159,23 @@ class Layer(nn.Module):
         return self.ff_norm(x + self.ff_out(F.gelu(self.ff_in(x))))
 
 
+def question_summary_layer(hidden: int) -> nn.Linear:
+    """The projection of a question's summary into its answer positions; zero at first, so adding it
+    to a trained model changes nothing until training uses it."""
+    layer = nn.Linear(hidden, hidden)
+    nn.init.zeros_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def question_means(x, slots, mask, max_slots: int):
+    """Mean of x (B, T, C) over each slot number's tokens: (B, S + 1, C); row 0 (no question) is zero."""
+    member = F.one_hot(slots, max_slots + 1).to(x.dtype) * mask[..., None].to(x.dtype)  # (B, T, S + 1)
+    member[..., 0] = 0
+    sums = member.transpose(1, 2) @ x  # (B, S + 1, C)
+    return sums / member.sum(dim=1)[..., None].clamp(min=1)
+
+
 class BlockDiffusionModel(nn.Module):
     def __init__(self, cfg: BlockDiffusionConfig):
         super().__init__()
@@ -165,6 +185,7 @@ class BlockDiffusionModel(nn.Module):
         self.head_transform = nn.Linear(cfg.hidden, cfg.hidden)
         self.head_norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
         self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self.question_summary = question_summary_layer(cfg.hidden) if cfg.question_summary else None
 
     def encode_prefix(self, ids, slots, mask) -> PrefixState:
         """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values."""
@@ -176,7 +197,8 @@ class BlockDiffusionModel(nn.Module):
             keys.append(k)
             values.append(v)
             x = layer(x, k, v, mask)
-        return PrefixState(keys, values, mask, mask.sum(dim=1))
+        summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
+        return PrefixState(keys, values, mask, mask.sum(dim=1), summaries)
 
     def block_hidden(self, prefix: PrefixState, ids, slots, block_mask=None):
         """Hidden states (B, L, C) of the answer block; ids, slots: (B, L)."""
@@ -186,6 +208,8 @@ class BlockDiffusionModel(nn.Module):
         positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
         positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
         x = self.embed(ids, positions, 1, slots)
+        if prefix.summaries is not None:  # each position reads its own question, as read with the document
+            x = x + self.question_summary(torch.gather(prefix.summaries, 1, slots[..., None].expand(-1, -1, x.shape[-1])))
         # The kernel has no backward pass, so training keeps the PyTorch path.
         triton = not torch.is_grad_enabled() and use_triton(x)
         packed = prefix.packed() if triton else [None] * len(self.layers)

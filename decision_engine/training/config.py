@@ -26,6 +26,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
     constrained_loss: bool = True  # softmax over the tokens each position's schema allows (as decoding does), not the vocabulary
+    question_summary: bool = False  # answer positions also read their question's pooled prefix states (stored in the checkpoint)
     split_digits: bool = False  # numbers read digit by digit, as answer slots write them (stored in the checkpoint)
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
     init_from: str | None = None  # checkpoint folder to continue from (e.g. an earlier stage's); "bundled": the shipped weights
@@ -103,6 +104,19 @@ PRESETS: dict[str, dict] = {
         name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, max_positions=1024, context_tokens=800,
         generated_groups_per_epoch=600, contractnli_repeats=3, epochs=2, max_minutes=35.0, learning_rate=1e-4,
         warmup_steps=20, log_every=10, constrained_loss=True,
+    ),
+    # The shipped model continued with the question summary: each answer position also reads the mean
+    # last-layer state of its own question's tokens (which have read the document), so that among
+    # eight questions a slot need not find its own by attention alone.
+    "cpu-summary": dict(
+        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
+        question_summary=True,
+    ),
+    # The same continuation without the question summary: the control for `cpu-summary`.
+    "cpu-summary-control": dict(
+        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
     ),
     # The GPU stage: the shipped model continued on many more fresh groups, sized for one H200 for
     # four minutes (bf16 autocast, examples laid out by worker processes one epoch ahead).

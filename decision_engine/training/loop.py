@@ -12,7 +12,7 @@ import torch
 
 from ..backends.native import NativeBackend, model_vocabulary
 from ..engine import DecisionEngine
-from ..model.loader import from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
+from ..model.loader import add_question_summary, from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
 from .examples import Example
@@ -32,8 +32,11 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
     else:
         model_cfg = BlockDiffusionConfig.from_name(cfg.model)
         model_cfg.max_positions = cfg.max_positions
+        model_cfg.question_summary = cfg.question_summary
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     model.cfg.split_digits = cfg.split_digits
+    if cfg.question_summary:
+        add_question_summary(model)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     return model
