@@ -95,3 +95,21 @@ def test_training_with_the_summary_learns_its_projection(tmp_path):
     start = _tiny(True, seed=TrainConfig.load("smoke").seed)  # the smoke run's initial model
     moved = (model.question_summary.weight - start.question_summary.weight.half().float()).abs().max()
     assert moved > 1e-3
+
+
+def test_isolated_questions_read_as_if_asked_alone(vocab):
+    """With isolation, changing question 2 leaves question 1's summary (and the document's states) as they were."""
+    cfg = BlockDiffusionConfig.from_name("tiny")
+    cfg.question_summary, cfg.isolate_questions = True, True
+    model = random_model(cfg, 0)
+    backend = NativeBackend(model, vocab, "tiny")
+    other = PrefixInput([*QUESTIONS.token_ids[:7], 5000, 5001, 5002, 5003, *QUESTIONS.token_ids[11:]], QUESTIONS.slot_ids)
+    a, b = backend.encode_prefix([QUESTIONS]), backend.encode_prefix([other])
+    assert torch.allclose(a.summaries[0, 1], b.summaries[0, 1], atol=1e-6)
+    assert not torch.allclose(a.summaries[0, 2], b.summaries[0, 2], atol=1e-3)
+    document = slice(12, 22)
+    assert torch.allclose(a.keys[-1][..., document, :], b.keys[-1][..., document, :], atol=1e-6)
+    cfg.isolate_questions = False
+    mixed = NativeBackend(random_model(cfg, 0), vocab, "tiny")
+    c, d = mixed.encode_prefix([QUESTIONS]), mixed.encode_prefix([other])
+    assert not torch.allclose(c.summaries[0, 1], d.summaries[0, 1], atol=1e-3)  # without it, questions mix

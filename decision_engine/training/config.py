@@ -27,6 +27,7 @@ class TrainConfig:
     inverse_t_weighting: bool = True  # divide masked losses by the number masked (~1/t) rather than by L
     constrained_loss: bool = True  # softmax over the tokens each position's schema allows (as decoding does), not the vocabulary
     question_summary: bool = False  # answer positions also read their question's pooled prefix states (stored in the checkpoint)
+    isolate_questions: bool = False  # in the prefix, each question reads the document but not the other questions
     split_digits: bool = False  # numbers read digit by digit, as answer slots write them (stored in the checkpoint)
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
     init_from: str | None = None  # checkpoint folder to continue from (e.g. an earlier stage's); "bundled": the shipped weights
@@ -112,6 +113,13 @@ PRESETS: dict[str, dict] = {
         name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
         epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
         question_summary=True,
+    ),
+    # `cpu-summary` with isolated questions: in the prefix each question reads itself and the document
+    # and the document reads no question, so each question is read as if it were asked alone.
+    "cpu-isolated": dict(
+        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
+        question_summary=True, isolate_questions=True,
     ),
     # The same continuation without the question summary: the control for `cpu-summary`.
     "cpu-summary-control": dict(

@@ -35,6 +35,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
         model_cfg.question_summary = cfg.question_summary
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     model.cfg.split_digits = cfg.split_digits
+    model.cfg.isolate_questions = model.cfg.isolate_questions or cfg.isolate_questions  # trained in, it stays
     if cfg.question_summary:
         add_question_summary(model)
     if cfg.freeze_word_embeddings:
