@@ -110,20 +110,32 @@ PRESETS: dict[str, dict] = {
     # last-layer state of its own question's tokens (which have read the document), so that among
     # eight questions a slot need not find its own by attention alone.
     "cpu-summary": dict(
-        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
         epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
         question_summary=True,
+    ),
+    # `cpu-summary` continued, with more weight on ContractNLI.
+    "cpu-summary-more": dict(
+        name="cpu", init_from="runs/cpu-summary", first_epoch=10, generated_groups_per_epoch=400, contractnli_repeats=4,
+        epochs=2, max_minutes=30.0, learning_rate=7e-5, warmup_steps=20, log_every=10, constrained_loss=True,
+        question_summary=True,
+    ),
+    # `cpu-summary-more` continued once more at a lower learning rate.
+    "cpu-summary-last": dict(
+        name="cpu", init_from="runs/cpu-summary-more", first_epoch=12, generated_groups_per_epoch=400,
+        contractnli_repeats=4, epochs=2, max_minutes=30.0, learning_rate=5e-5, warmup_steps=20, log_every=10,
+        constrained_loss=True, question_summary=True,
     ),
     # `cpu-summary` with isolated questions: in the prefix each question reads itself and the document
     # and the document reads no question, so each question is read as if it were asked alone.
     "cpu-isolated": dict(
-        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
         epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
         question_summary=True, isolate_questions=True,
     ),
     # The same continuation without the question summary: the control for `cpu-summary`.
     "cpu-summary-control": dict(
-        name="cpu", init_from="bundled", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
         epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
     ),
     # The GPU stage: the shipped model continued on many more fresh groups, sized for one H200 for
@@ -131,6 +143,6 @@ PRESETS: dict[str, dict] = {
     "gpu": dict(
         name="gpu", init_from="bundled", first_epoch=10, generated_groups_per_epoch=20000, contractnli_repeats=6,
         epochs=8, batch_size=32, learning_rate=1.5e-4, warmup_steps=100, max_minutes=4.0, log_every=100,
-        constrained_loss=True, data_workers=12, bf16=True,
+        constrained_loss=True, question_summary=True, data_workers=12, bf16=True,
     ),
 }
