@@ -57,6 +57,12 @@ class TrainConfig:
         return asdict(self)
 
 
+# Stage 3 continued on its own data mix for two epochs: what stage 4 and the runs compared with it share.
+_STAGE_3_CONTINUED = dict(
+    name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
+    epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
+)
+
 PRESETS: dict[str, dict] = {
     # A few optimiser steps of a tiny random model on generated groups: the test suite's smoke run.
     "smoke": dict(
@@ -92,7 +98,7 @@ PRESETS: dict[str, dict] = {
         contractnli_repeats=3, epochs=2, max_minutes=25.0, learning_rate=1e-4, warmup_steps=20, log_every=10,
         constrained_loss=True,
     ),
-    # Stage 4: stage 3 continued reading numbers digit by digit (each digit its own token, as the
+    # Stage 3 continued reading numbers digit by digit (each digit its own token, as the
     # integer and date slots write them), so copying a number or a date becomes copying tokens.
     "cpu-digits": dict(
         name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=1200,
@@ -106,21 +112,17 @@ PRESETS: dict[str, dict] = {
         generated_groups_per_epoch=600, contractnli_repeats=3, epochs=2, max_minutes=35.0, learning_rate=1e-4,
         warmup_steps=20, log_every=10, constrained_loss=True,
     ),
-    # The shipped model continued with the question summary: each answer position also reads the mean
+    # Stage 4: stage 3 continued with the question summary: each answer position also reads the mean
     # last-layer state of its own question's tokens (which have read the document), so that among
     # eight questions a slot need not find its own by attention alone.
-    "cpu-summary": dict(
-        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
-        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
-        question_summary=True,
-    ),
-    # `cpu-summary` continued, with more weight on ContractNLI.
+    "cpu-summary": _STAGE_3_CONTINUED | dict(question_summary=True),
+    # Stage 5: stage 4 continued, with more weight on ContractNLI.
     "cpu-summary-more": dict(
         name="cpu", init_from="runs/cpu-summary", first_epoch=10, generated_groups_per_epoch=400, contractnli_repeats=4,
         epochs=2, max_minutes=30.0, learning_rate=7e-5, warmup_steps=20, log_every=10, constrained_loss=True,
         question_summary=True,
     ),
-    # `cpu-summary-more` continued once more at a lower learning rate.
+    # Stage 6 (shipped): stage 5 continued once more at a lower learning rate.
     "cpu-summary-last": dict(
         name="cpu", init_from="runs/cpu-summary-more", first_epoch=12, generated_groups_per_epoch=400,
         contractnli_repeats=4, epochs=2, max_minutes=30.0, learning_rate=5e-5, warmup_steps=20, log_every=10,
@@ -128,16 +130,9 @@ PRESETS: dict[str, dict] = {
     ),
     # `cpu-summary` with isolated questions: in the prefix each question reads itself and the document
     # and the document reads no question, so each question is read as if it were asked alone.
-    "cpu-isolated": dict(
-        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
-        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
-        question_summary=True, isolate_questions=True,
-    ),
+    "cpu-isolated": _STAGE_3_CONTINUED | dict(question_summary=True, isolate_questions=True),
     # The same continuation without the question summary: the control for `cpu-summary`.
-    "cpu-summary-control": dict(
-        name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
-        epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
-    ),
+    "cpu-summary-control": _STAGE_3_CONTINUED,
     # The GPU stage: the shipped model continued on many more fresh groups, sized for one H200 for
     # four minutes (bf16 autocast, examples laid out by worker processes one epoch ahead).
     "gpu": dict(
