@@ -11,7 +11,7 @@ from decision_engine.cli import main
 from decision_engine.datasets.linked_groups import generate_groups
 from decision_engine.model.loader import load_checkpoint
 from decision_engine.training.config import PRESETS, TrainConfig
-from decision_engine.training.preparation import ExamplePreparer, LayoutSpec, layout_engine, plan_epoch
+from decision_engine.training.preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 SPEC = LayoutSpec(max_positions=512, context_tokens=128, split_digits=False, retrieval="lexical")
 
@@ -20,10 +20,9 @@ def test_workers_lay_out_the_same_examples_as_the_training_process():
     lines = generate_groups("train", 40, seed=3)
     planned = plan_epoch(lines, independent_share=0.5, rng=random.Random(0))
     assert any(p.single is not None for p in planned) and any(p.single is None for p in planned)
-    engine = layout_engine(SPEC)
-    with ExamplePreparer(engine, SPEC, workers=0) as here:
+    with ExamplePreparer(SPEC, workers=0) as here:
         expected = here.finish(here.start(planned))
-    with ExamplePreparer(engine, SPEC, workers=1) as pool:
+    with ExamplePreparer(SPEC, workers=1) as pool:
         started = pool.start(planned)
         got = pool.finish(started)
     assert len(expected) > len(lines)  # joint blocks plus some single-question ones

@@ -16,8 +16,9 @@ from safetensors.torch import load_file, save_file
 def main(checkpoint: Path, embeddings: Path, out: Path) -> None:
     meta = json.loads((checkpoint / "config.json").read_text())
     state = load_file(str(checkpoint / "model.safetensors"))
-    for name in meta.get("from_base", []):
-        state[name] = load_file(str(embeddings))[name]
+    if meta.get("from_base"):
+        from_base = load_file(str(embeddings))
+        state.update({name: from_base[name] for name in meta["from_base"]})
     meta["from_base"] = []
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / "model.safetensors"))

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import torch
 
-from ..backends.native import NativeBackend, model_vocabulary
-from ..engine import DecisionEngine
+from ..backends.native import model_vocabulary
 from ..model.loader import add_question_summary, from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from .config import TrainConfig
 from .examples import Example
 from .objective import batch_tensors, masked_diffusion_loss
-from .preparation import ExamplePreparer, LayoutSpec, context_builder, plan_epoch
+from .preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
 
@@ -89,10 +88,7 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)
     model = build_model(cfg).to(device)
     vocab = model_vocabulary(model)
-    layout = NativeBackend(model, vocab, "training", device)
-    layout.context_tokens = cfg.context_tokens
-    engine = DecisionEngine(layout, context=context_builder(retrieval, vocab))
-    spec = LayoutSpec(model.cfg.max_positions, cfg.context_tokens, cfg.split_digits, retrieval)
+    spec = LayoutSpec(model.cfg.max_positions, cfg.context_tokens, model.cfg.split_digits, retrieval)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -103,7 +99,7 @@ def train(
     def planned(epoch: int):
         return plan_epoch(epoch_lines(cfg, cfg.first_epoch + epoch, rng), cfg.independent_share, rng)
 
-    with ExamplePreparer(engine, spec, cfg.data_workers) as preparer:
+    with ExamplePreparer(spec, cfg.data_workers, vocab) as preparer:
         upcoming = preparer.start(planned(0))
         for epoch in range(cfg.epochs):
             examples = preparer.finish(upcoming)

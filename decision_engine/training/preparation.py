@@ -62,8 +62,9 @@ def context_builder(retrieval: str, vocab: Vocabulary):
     return RetrievalContext.create(vocab, dense=retrieval == "hybrid", evidence_per_question=0)
 
 
-def layout_engine(spec: LayoutSpec) -> DecisionEngine:
-    vocab = Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
+def layout_engine(spec: LayoutSpec, vocab: Vocabulary | None = None) -> DecisionEngine:
+    """An engine that lays requests out as `spec` says (over `vocab`, or the base tokenizer's)."""
+    vocab = vocab or Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
     model = LayoutOnlyModel(vocab, spec.max_positions, spec.context_tokens)
     return DecisionEngine(model, context=context_builder(spec.retrieval, vocab))
 
@@ -101,8 +102,8 @@ def _worker_examples(planned: list[PlannedLine]) -> list[Example]:
 class ExamplePreparer:
     """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead."""
 
-    def __init__(self, engine: DecisionEngine, spec: LayoutSpec, workers: int = 0):
-        self.engine = engine
+    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None):
+        self.engine = layout_engine(spec, vocab) if workers == 0 else None
         self.pool = None
         if workers > 0:
             self.pool = ProcessPoolExecutor(
