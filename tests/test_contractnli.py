@@ -17,6 +17,8 @@ from decision_engine.datasets.contractnli import (
     to_requests,
 )
 from decision_engine.retrieval.spans import Span
+from decision_engine.training.config import TrainConfig
+from decision_engine.training.loop import epoch_lines
 from decision_engine.validation import request_from_object
 
 REAL_SPLIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "contractnli" / "contractnli_test_split.json"
@@ -152,3 +154,17 @@ def test_real_split():
     assert counts == {"entailment": 968, "contradiction": 220, "not mentioned": 903}
     for request in to_requests(docs[0], hypotheses):
         request_from_object(request)
+
+
+def test_training_groups_respect_the_smallest_group_size(tmp_path):
+    path = str(synthetic_file(tmp_path))
+
+    def first_group_sizes(min_group: int) -> set[int]:
+        cfg = TrainConfig(contractnli_path=path, generated_groups_per_epoch=0, contractnli_repeats=30,
+                          contractnli_min_group=min_group)
+        return {len(line["questions"]) for line in epoch_lines(cfg, 0, random.Random(0)) if line["id"].endswith("-1")}
+
+    assert first_group_sizes(6) == {6, 7, 8}
+    assert min(first_group_sizes(2)) < 6
+    with pytest.raises(ValueError, match="contractnli_min_group"):
+        TrainConfig(contractnli_min_group=9)

@@ -66,3 +66,4 @@ def test_learning_rate_decays_over_the_time_limit_when_it_comes_first():
     assert learning_rate(cfg, 100, 1000, 500.0) == 0.05e-3  # past the limit: the floor
     untimed = TrainConfig(learning_rate=1e-3, warmup_steps=10, max_minutes=None)
     assert abs(learning_rate(untimed, 100, 1000, 1e6) - 0.9e-3) < 1e-12
+

@@ -151,14 +151,17 @@ def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
         return 1
     c = block.group.constraints
     options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
-    conf, _ = _confidence(logits[open_], options, columns)
+    conf, column = _confidence(logits[open_], options, columns)
+    first = {i: (o, float(p), columns.token_ids[int(k)]) for i, o, p, k in zip(open_, options, conf.tolist(), column.tolist())}
     order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
     committed = 0
     for index in order:
         slot, position = block.positions[index]
         if not c.is_open(slot, position):
             continue  # filled as forced by an earlier commit of this step
-        confidence, token = _best(block, logits, index, columns)  # rescored: earlier commits may narrow its options
+        scored_options, confidence, token = first[index]
+        if c.allowed(slot)[position] != scored_options:  # earlier commits narrowed its options: rescore
+            confidence, token = _best(block, logits, index, columns)
         if committed == 0 or confidence >= block.group.threshold:
             _commit(block, index, token, confidence)
             committed += 1

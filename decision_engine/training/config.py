@@ -18,6 +18,7 @@ class TrainConfig:
     contractnli_validation_fraction: float = 0.2  # held out by document, never trained on
     generated_groups_per_epoch: int = 2000  # fresh linked compliance groups each epoch
     contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
+    contractnli_min_group: int = 2  # ContractNLI training groups hold this many to 8 hypotheses (drawn per pass)
     independent_share: float = 0.25  # share of groups also trained as single-question runs
     epochs: int = 3
     batch_size: int = 8
@@ -38,6 +39,10 @@ class TrainConfig:
     bf16: bool = False  # autocast the forward pass to bfloat16 (for GPUs; weights and optimiser stay fp32)
     seed: int = 0
     log_every: int = 20
+
+    def __post_init__(self):
+        if not 1 <= self.contractnli_min_group <= 8:
+            raise ValueError(f"contractnli_min_group must be 1 to 8, got {self.contractnli_min_group}")
 
     @classmethod
     def load(cls, name_or_path: str) -> TrainConfig:
@@ -126,6 +131,13 @@ PRESETS: dict[str, dict] = {
     "cpu-summary-last": dict(
         name="cpu", init_from="runs/cpu-summary-more", first_epoch=12, generated_groups_per_epoch=400,
         contractnli_repeats=4, epochs=2, max_minutes=30.0, learning_rate=5e-5, warmup_steps=20, log_every=10,
+        constrained_loss=True, question_summary=True,
+    ),
+    # Stage 6 continued on fresh draws with larger ContractNLI groups (5 to 8 hypotheses, as requests of
+    # eight questions hold most), at a lower learning rate.
+    "cpu-summary-wide": dict(
+        name="cpu", init_from="bundled", first_epoch=14, generated_groups_per_epoch=400, contractnli_repeats=4,
+        contractnli_min_group=5, epochs=2, max_minutes=30.0, learning_rate=4e-5, warmup_steps=20, log_every=10,
         constrained_loss=True, question_summary=True,
     ),
     # `cpu-summary` with isolated questions: in the prefix each question reads itself and the document

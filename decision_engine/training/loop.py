@@ -54,7 +54,7 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
         train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
-                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(2, 8), rng=rng))
+                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(cfg.contractnli_min_group, 8), rng=rng))
     rng.shuffle(lines)
     return lines
 
