@@ -63,17 +63,34 @@ def test_prefix_cache_off_decides_the_same(tiny_backend):
     assert sum(r.steps for r in cached) > 0
 
 
-def test_sweep_stops_once_groups_per_second_stop_improving(monkeypatch):
-    speeds = {1: 1.0, 2: 2.0, 4: 1.5, 8: 3.0}
+def test_sweep_stops_each_mode_once_its_groups_per_second_stop_improving(monkeypatch):
+    speeds = {"joint": {1: 1.0, 2: 2.0, 4: 1.5, 8: 3.0}, "sequential": {1: 1.0, 2: 0.5, 4: 9.0, 8: 9.0}}
+    asked = []
 
-    def fake_measure(engine, requests, mode, size):
-        return {"batch_size": size, "groups_per_s": speeds[size]}, []
+    def fake_measure_modes(engine, requests, modes, size):
+        asked.append((size, list(modes)))
+        return {mode: ({"batch_size": size, "groups_per_s": speeds[mode][size]}, []) for mode in modes}
 
-    monkeypatch.setattr(runner, "measure", fake_measure)
-    rows = sweep(None, list(range(8)), "joint", (1, 2, 4, 8), log=lambda line: None)
-    assert [r["batch_size"] for r in rows] == [1, 2, 4]
-    rows = sweep(None, list(range(3)), "joint", (1, 2, 4, 8), log=lambda line: None)
-    assert [r["batch_size"] for r in rows] == [1, 2]  # no batch larger than the workload
+    monkeypatch.setattr(runner, "measure_modes", fake_measure_modes)
+    rows = sweep(None, list(range(8)), ("joint", "sequential"), (1, 2, 4, 8), log=lambda line: None)
+    assert [r["batch_size"] for r in rows["joint"]] == [1, 2, 4]
+    assert [r["batch_size"] for r in rows["sequential"]] == [1, 2]
+    assert asked == [(1, ["joint", "sequential"]), (2, ["joint", "sequential"]), (4, ["joint"])]
+    rows = sweep(None, list(range(3)), ("joint",), (1, 2, 4, 8), log=lambda line: None)
+    assert [r["batch_size"] for r in rows["joint"]] == [1, 2]  # no batch larger than the workload
+
+
+def test_modes_take_turns_batch_by_batch(tiny_backend, monkeypatch):
+    requests = [request_from_object(line) for line in build_workload(4, seed=5, target_chars=2000)]
+    engine = DecisionEngine(tiny_backend)
+    order = []
+    decide_batch = engine.decide_batch
+    monkeypatch.setattr(engine, "decide_batch", lambda chunk, mode: order.append(mode) or decide_batch(chunk, mode))
+    measured = runner.measure_modes(engine, requests, ["joint", "independent", "sequential"], 2)
+    assert order == ["joint", "independent", "sequential", "independent", "sequential", "joint"]
+    for mode, (figures, values) in measured.items():
+        assert figures["groups"] == 4 and len(values) == 4
+        assert values == runner.measure(engine, requests, mode, 2)[1]  # the same decisions as a mode alone
 
 
 def test_workload_has_eight_questions_over_contract_size_documents():

@@ -1,5 +1,6 @@
-"""Running the benchmark: every mode over growing batch sizes, the prefix cache on and off, and on CUDA
-the Triton kernels against the PyTorch path, all on the same requests with one engine.
+"""Running the benchmark: every mode over growing batch sizes (the modes taking turns batch by batch),
+the prefix cache on and off, and on CUDA the Triton kernels against the PyTorch path, all on the same
+requests with one engine.
 
 Latency is per group: the wall time of the `decide_batch` call that decided it (a group waits for
 its whole batch), retrieval and layout included.
@@ -13,14 +14,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.native import NativeBackend
 from ..engine import DecisionEngine
 from ..kernels.dispatch import ENV, triton_available
 from ..types import DecisionRequest
-from .time_split import timing_model
+from .time_split import TimeSplit, timing_model
 from .uncached import UncachedBackend
 
 MODES = ("joint", "independent", "sequential")
@@ -45,64 +46,96 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: str, batch_size: int) -> tuple[dict, list]:
-    """Decide every request in batches of `batch_size`; the figures and the decided values per group."""
-    latencies: list[float] = []
-    values: list[list[Any]] = []
-    steps = 0
-    with timing_model(engine.model) as split:
-        started = time.perf_counter()
-        for first in range(0, len(requests), batch_size):
-            chunk = requests[first : first + batch_size]
+@dataclass
+class _Tally:
+    """What one mode's calls added up to at one batch size."""
+
+    latencies: list[float] = field(default_factory=list)
+    values: list[list[Any]] = field(default_factory=list)
+    steps: int = 0
+    seconds: float = 0.0
+    split: TimeSplit = field(default_factory=TimeSplit)
+
+    def add(self, engine: DecisionEngine, chunk: Sequence[DecisionRequest], mode: str) -> None:
+        with timing_model(engine.model) as split:
             call = time.perf_counter()
             responses = engine.decide_batch(chunk, mode)
-            latencies.extend([time.perf_counter() - call] * len(chunk))
-            values.extend([a.value for a in r.answers] for r in responses)
-            steps += sum(r.steps for r in responses)
-        seconds = time.perf_counter() - started
-    per_group = 1e3 / len(requests)
-    questions = sum(len(r.questions) for r in requests)
-    figures = {
-        "batch_size": batch_size,
-        "groups": len(requests),
-        "questions": questions,
-        "seconds": seconds,
-        "groups_per_s": len(requests) / seconds,
-        "questions_per_s": questions / seconds,
-        "latency_p50_ms": percentile(latencies, 0.50) * 1e3,
-        "latency_p95_ms": percentile(latencies, 0.95) * 1e3,
-        "steps_per_group": steps / len(requests),  # forward passes over answer blocks, summed over a group's blocks
-        # where a group's time goes: encoding prefixes, answer-block passes (shared by the batch), the rest
-        "prefix_ms_per_group": split.prefix_s * per_group,
-        "block_ms_per_group": split.block_s * per_group,
-        "other_ms_per_group": (seconds - split.prefix_s - split.block_s) * per_group,
-        "ms_per_block_pass": split.block_s * 1e3 / split.block_calls if split.block_calls else 0.0,
-    }
-    return figures, values
+            seconds = time.perf_counter() - call
+        self.seconds += seconds
+        self.latencies.extend([seconds] * len(chunk))
+        self.values.extend([a.value for a in r.answers] for r in responses)
+        self.steps += sum(r.steps for r in responses)
+        self.split.prefix_s += split.prefix_s
+        self.split.block_s += split.block_s
+        self.split.block_calls += split.block_calls
+
+    def figures(self, requests: Sequence[DecisionRequest], batch_size: int) -> dict:
+        per_group = 1e3 / len(requests)
+        questions = sum(len(r.questions) for r in requests)
+        split, seconds = self.split, self.seconds
+        return {
+            "batch_size": batch_size,
+            "groups": len(requests),
+            "questions": questions,
+            "seconds": seconds,
+            "groups_per_s": len(requests) / seconds,
+            "questions_per_s": questions / seconds,
+            "latency_p50_ms": percentile(self.latencies, 0.50) * 1e3,
+            "latency_p95_ms": percentile(self.latencies, 0.95) * 1e3,
+            "steps_per_group": self.steps / len(requests),  # forward passes over answer blocks, summed over a group's blocks
+            # where a group's time goes: encoding prefixes, answer-block passes (shared by the batch), the rest
+            "prefix_ms_per_group": split.prefix_s * per_group,
+            "block_ms_per_group": split.block_s * per_group,
+            "other_ms_per_group": (seconds - split.prefix_s - split.block_s) * per_group,
+            "ms_per_block_pass": split.block_s * 1e3 / split.block_calls if split.block_calls else 0.0,
+        }
+
+
+def measure_modes(
+    engine: DecisionEngine, requests: Sequence[DecisionRequest], modes: Sequence[str], batch_size: int
+) -> dict[str, tuple[dict, list]]:
+    """Decide every request in batches of `batch_size` in each mode; per mode, the figures and the decided
+    values per group. The modes take turns batch by batch (in a rotating order), so a slow spell of a
+    shared machine slows them alike and their ratios stay fair."""
+    tallies = {mode: _Tally() for mode in modes}
+    for turn, first in enumerate(range(0, len(requests), batch_size)):
+        chunk = requests[first : first + batch_size]
+        for i in range(len(modes)):
+            mode = modes[(turn + i) % len(modes)]
+            tallies[mode].add(engine, chunk, mode)
+    return {mode: (tally.figures(requests, batch_size), tally.values) for mode, tally in tallies.items()}
+
+
+def measure(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: str, batch_size: int) -> tuple[dict, list]:
+    """Decide every request in batches of `batch_size`; the figures and the decided values per group."""
+    return measure_modes(engine, requests, [mode], batch_size)[mode]
 
 
 def sweep(
     engine: DecisionEngine,
     requests: Sequence[DecisionRequest],
-    mode: str,
+    modes: Sequence[str],
     sizes: Sequence[int],
     log: Callable[[str], None],
     groups_per_size: int | None = None,
-) -> list[dict]:
-    """Figures at each batch size in turn, stopping after the first size that is no faster than the best so far
-    (and before sizes larger than the workload). Each size decides the first `groups_per_size` groups
-    (at least one batch), or all of them."""
-    rows: list[dict] = []
+) -> dict[str, list[dict]]:
+    """Per mode, figures at each batch size in turn, the modes measured side by side at each size. A mode
+    stops after the first size that is no faster than its best so far; no size is larger than the
+    workload (but the first). Each size decides the first `groups_per_size` groups (at least one batch),
+    or all of them."""
+    rows: dict[str, list[dict]] = {mode: [] for mode in modes}
+    live = list(modes)
     for size in sizes:
-        if size > len(requests) and rows:
+        if not live or (size > len(requests) and size != sizes[0]):
             break
         subset = requests if groups_per_size is None else requests[: max(size, groups_per_size)]
-        figures, _ = measure(engine, subset, mode, size)
-        log(f"{mode:11s} batch {size:3d}: {figures['groups_per_s']:.3f} groups/s")
-        faster = not rows or figures["groups_per_s"] > max(r["groups_per_s"] for r in rows)
-        rows.append(figures)
-        if not faster:
-            break
+        measured = measure_modes(engine, subset, live, size)
+        for mode in list(live):
+            figures = measured[mode][0]
+            log(f"{mode:11s} batch {size:3d}: {figures['groups_per_s']:.3f} groups/s")
+            if rows[mode] and figures["groups_per_s"] <= max(r["groups_per_s"] for r in rows[mode]):
+                live.remove(mode)
+            rows[mode].append(figures)
     return rows
 
 
@@ -135,8 +168,7 @@ def run_bench(
     cuda = device is not None and device.type == "cuda"
     engine.decide_batch(requests[:1], "joint")  # warm-up: first allocations, tokenizer and retrieval caches
     result: dict[str, Any] = {"modes": {}, "prefix_cache": None, "triton_vs_torch": None, "kernels": None}
-    for mode in MODES:
-        result["modes"][mode] = sweep(engine, requests, mode, config.batch_sizes, log, config.groups_per_size)
+    result["modes"] = sweep(engine, requests, MODES, config.batch_sizes, log, config.groups_per_size)
 
     if isinstance(engine.model, NativeBackend):
         subset = requests[: config.cache_groups]
