@@ -252,3 +252,19 @@ def test_scores_combine_z_scored_parts(embedder):
     assert lexical.shape == dense.shape == (3, len(spans))
     assert np.allclose(lexical.mean(axis=1), 0.0) and np.allclose(lexical.std(axis=1), 1.0)
     assert np.allclose(both, dense + 2.0 * lexical)
+
+
+def test_gold_evidence_first_puts_the_gold_span_in_a_one_span_budget(vocab):
+    from decision_engine.retrieval.gold_first import GoldFirstRetriever
+
+    question = "Must the Receiving Party return or destroy the information?"
+    plain = Retriever(None).build_context(CONTRACT, [question], vocab, budget_tokens=30)
+    assert any("return or destroy" in s.text for s in plain.spans)  # what lexical ranking picks on its own
+    gold_text = "This Agreement lasts three years."
+    start = CONTRACT.index(gold_text)
+    gold = {(CONTRACT, question): [(start, start + len(gold_text))]}
+    lifted = GoldFirstRetriever(Retriever(None), gold).build_context(CONTRACT, [question], vocab, budget_tokens=30)
+    assert any(gold_text in s.text for s in lifted.spans)
+    assert gold_text in lifted.evidence[0][0][0].text  # and it is the question's best evidence
+    other = GoldFirstRetriever(Retriever(None), gold).build_context(CONTRACT, ["Who signs?"], vocab, budget_tokens=30)
+    assert other.spans == Retriever(None).build_context(CONTRACT, ["Who signs?"], vocab, budget_tokens=30).spans

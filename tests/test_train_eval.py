@@ -177,3 +177,42 @@ def test_eval_accuracy_by_type_adds_up_to_the_whole(smoke_checkpoint, tmp_path, 
 def test_eval_rejects_unknown_modes(capsys):
     assert main(["eval", "--path", str(SAMPLES / "nda.jsonl"), "--modes", "joint,fast"]) == 2
     assert "fast" in capsys.readouterr().err
+
+
+
+def _evidence_line(tmp_path: Path) -> tuple[Path, list[str]]:
+    """One labelled group over a document far longer than the smoke model's context, with gold evidence
+    in a sentence that shares no word with the question."""
+    sentences = [f"Clause {n}: the party number {n} keeps the tools of site {n}." for n in range(80)]
+    sentences[57] = "Clause fifty-seven is left blank on purpose."
+    text = " ".join(sentences)
+    start = text.index(sentences[57])
+    line = {
+        "id": "g1",
+        "document": {"text": text},
+        "questions": [{"id": "q1", "text": "Which party keeps the tools?", "schema": {"type": "boolean"}}],
+        "labels": {"q1": True},
+        "evidence": {"q1": [[start, start + len(sentences[57])]]},
+    }
+    path = tmp_path / "evidence.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    return path, ["eval", "--path", str(path), "--modes", "joint", "--json"]
+
+
+def test_eval_gold_evidence_first_shows_the_model_the_gold_evidence(smoke_checkpoint, tmp_path, capsys):
+    path, args = _evidence_line(tmp_path)
+    args += ["--model", str(smoke_checkpoint), "--retrieval", "lexical"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["joint"]["evidence_recall"] == 0.0
+    assert main([*args, "--gold-evidence-first"]) == 0
+    assert json.loads(capsys.readouterr().out)["joint"]["evidence_recall"] == 1.0
+
+
+def test_eval_gold_evidence_first_needs_evidence_and_ranked_retrieval(smoke_checkpoint, tmp_path, capsys):
+    path, args = _evidence_line(tmp_path)
+    args += ["--model", str(smoke_checkpoint), "--gold-evidence-first"]
+    assert main([*args, "--retrieval", "leading"]) == 2
+    assert "needs --retrieval hybrid or lexical" in capsys.readouterr().err
+    plain = ["eval", "--path", str(SAMPLES / "nda.jsonl"), "--model", str(smoke_checkpoint), "--gold-evidence-first"]
+    assert main(plain) == 2
+    assert "carry no gold evidence" in capsys.readouterr().err
