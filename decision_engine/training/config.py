@@ -68,6 +68,12 @@ _STAGE_3_CONTINUED = dict(
     epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
 )
 
+# The 1/t comparison's shared settings (see the two `weighting-*` presets).
+_WEIGHTING_RUN = dict(
+    name="weighting", generated_groups_per_epoch=1500, contractnli_repeats=1, epochs=1,
+    learning_rate=2e-4, warmup_steps=30, log_every=10, constrained_loss=True,
+)
+
 PRESETS: dict[str, dict] = {
     # A few optimiser steps of a tiny random model on generated groups: the test suite's smoke run.
     "smoke": dict(
@@ -140,6 +146,10 @@ PRESETS: dict[str, dict] = {
         contractnli_min_group=5, epochs=2, max_minutes=30.0, learning_rate=4e-5, warmup_steps=20, log_every=10,
         constrained_loss=True, question_summary=True,
     ),
+    # The 1/t comparison: one epoch from the base encoder with the masked losses divided by the number
+    # masked (about t * L, the 1/t weighting) or by the block length L; everything else the same.
+    "weighting-1-over-t": _WEIGHTING_RUN | dict(inverse_t_weighting=True),
+    "weighting-flat": _WEIGHTING_RUN | dict(inverse_t_weighting=False),
     # `cpu-summary` with isolated questions: in the prefix each question reads itself and the document
     # and the document reads no question, so each question is read as if it were asked alone.
     "cpu-isolated": _STAGE_3_CONTINUED | dict(question_summary=True, isolate_questions=True),
