@@ -146,6 +146,13 @@ PRESETS: dict[str, dict] = {
         contractnli_min_group=5, epochs=2, max_minutes=30.0, learning_rate=4e-5, warmup_steps=20, log_every=10,
         constrained_loss=True, question_summary=True,
     ),
+    # Stage 6 continued mostly on generated groups: does more of them make the model surer of its digits
+    # (fewer denoising passes)?
+    "cpu-generated": dict(
+        name="cpu", init_from="bundled", first_epoch=16, generated_groups_per_epoch=2400, contractnli_repeats=1,
+        epochs=1, max_minutes=22.0, learning_rate=5e-5, warmup_steps=20, log_every=10, constrained_loss=True,
+        question_summary=True,
+    ),
     # The 1/t comparison: one epoch from the base encoder with the masked losses divided by the number
     # masked (about t * L, the 1/t weighting) or by the block length L; everything else the same.
     "weighting-1-over-t": _WEIGHTING_RUN | dict(inverse_t_weighting=True),
