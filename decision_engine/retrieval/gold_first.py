@@ -27,7 +27,7 @@ class GoldFirstRetriever(Retriever):
 
     def score(self, document_text: str, questions: list[str]) -> tuple[list[Span], np.ndarray]:
         spans, scores = super().score(document_text, questions)
-        if not spans:
+        if not scores.size:
             return spans, scores
         lift = float(scores.max() - scores.min()) + 1.0
         for q, question in enumerate(questions):

@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from ..types import MAX_QUESTIONS
+
 
 @dataclass
 class TrainConfig:
@@ -18,7 +20,7 @@ class TrainConfig:
     contractnli_validation_fraction: float = 0.2  # held out by document, never trained on
     generated_groups_per_epoch: int = 2000  # fresh linked compliance groups each epoch
     contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
-    contractnli_min_group: int = 2  # ContractNLI training groups hold this many to 8 hypotheses (drawn per pass)
+    contractnli_min_group: int = 2  # ContractNLI training groups hold this many to MAX_QUESTIONS hypotheses (drawn per pass)
     independent_share: float = 0.25  # share of groups also trained as single-question runs
     epochs: int = 3
     batch_size: int = 8
@@ -41,8 +43,8 @@ class TrainConfig:
     log_every: int = 20
 
     def __post_init__(self):
-        if not 1 <= self.contractnli_min_group <= 8:
-            raise ValueError(f"contractnli_min_group must be 1 to 8, got {self.contractnli_min_group}")
+        if not 1 <= self.contractnli_min_group <= MAX_QUESTIONS:
+            raise ValueError(f"contractnli_min_group must be 1 to {MAX_QUESTIONS}, got {self.contractnli_min_group}")
 
     @classmethod
     def load(cls, name_or_path: str) -> TrainConfig:
@@ -66,6 +68,13 @@ class TrainConfig:
 _STAGE_3_CONTINUED = dict(
     name="cpu", init_from="runs/cpu-contractnli", first_epoch=8, generated_groups_per_epoch=600, contractnli_repeats=3,
     epochs=2, max_minutes=30.0, learning_rate=1e-4, warmup_steps=20, log_every=10, constrained_loss=True,
+)
+
+# The question-summary model continued, weighted towards ContractNLI: what stages 5 and 6 and the runs
+# continuing the shipped model share.
+_SUMMARY_CONTINUED = dict(
+    name="cpu", generated_groups_per_epoch=400, contractnli_repeats=4, epochs=2, max_minutes=30.0,
+    warmup_steps=20, log_every=10, constrained_loss=True, question_summary=True,
 )
 
 # The 1/t comparison's shared settings (see the two `weighting-*` presets).
@@ -128,30 +137,19 @@ PRESETS: dict[str, dict] = {
     # eight questions a slot need not find its own by attention alone.
     "cpu-summary": _STAGE_3_CONTINUED | dict(question_summary=True),
     # Stage 5: stage 4 continued, with more weight on ContractNLI.
-    "cpu-summary-more": dict(
-        name="cpu", init_from="runs/cpu-summary", first_epoch=10, generated_groups_per_epoch=400, contractnli_repeats=4,
-        epochs=2, max_minutes=30.0, learning_rate=7e-5, warmup_steps=20, log_every=10, constrained_loss=True,
-        question_summary=True,
-    ),
+    "cpu-summary-more": _SUMMARY_CONTINUED | dict(init_from="runs/cpu-summary", first_epoch=10, learning_rate=7e-5),
     # Stage 6 (shipped): stage 5 continued once more at a lower learning rate.
-    "cpu-summary-last": dict(
-        name="cpu", init_from="runs/cpu-summary-more", first_epoch=12, generated_groups_per_epoch=400,
-        contractnli_repeats=4, epochs=2, max_minutes=30.0, learning_rate=5e-5, warmup_steps=20, log_every=10,
-        constrained_loss=True, question_summary=True,
-    ),
+    "cpu-summary-last": _SUMMARY_CONTINUED | dict(init_from="runs/cpu-summary-more", first_epoch=12, learning_rate=5e-5),
     # Stage 6 continued on fresh draws with larger ContractNLI groups (5 to 8 hypotheses, as requests of
     # eight questions hold most), at a lower learning rate.
-    "cpu-summary-wide": dict(
-        name="cpu", init_from="bundled", first_epoch=14, generated_groups_per_epoch=400, contractnli_repeats=4,
-        contractnli_min_group=5, epochs=2, max_minutes=30.0, learning_rate=4e-5, warmup_steps=20, log_every=10,
-        constrained_loss=True, question_summary=True,
+    "cpu-summary-wide": _SUMMARY_CONTINUED | dict(
+        init_from="bundled", first_epoch=14, learning_rate=4e-5, contractnli_min_group=5,
     ),
     # Stage 6 continued mostly on generated groups: does more of them make the model surer of its digits
     # (fewer denoising passes)?
-    "cpu-generated": dict(
-        name="cpu", init_from="bundled", first_epoch=16, generated_groups_per_epoch=2400, contractnli_repeats=1,
-        epochs=1, max_minutes=22.0, learning_rate=5e-5, warmup_steps=20, log_every=10, constrained_loss=True,
-        question_summary=True,
+    "cpu-generated": _SUMMARY_CONTINUED | dict(
+        init_from="bundled", first_epoch=16, learning_rate=5e-5, generated_groups_per_epoch=2400,
+        contractnli_repeats=1, epochs=1, max_minutes=22.0,
     ),
     # The 1/t comparison: one epoch from the base encoder with the masked losses divided by the number
     # masked (about t * L, the 1/t weighting) or by the block length L; everything else the same.

@@ -13,6 +13,7 @@ import torch
 from ..backends.native import model_vocabulary
 from ..model.loader import add_question_summary, from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
+from ..types import MAX_QUESTIONS
 from .config import TrainConfig
 from .examples import Example
 from .objective import batch_tensors, masked_diffusion_loss
@@ -54,7 +55,7 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
         train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
-                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(cfg.contractnli_min_group, 8), rng=rng))
+                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(cfg.contractnli_min_group, MAX_QUESTIONS), rng=rng))
     rng.shuffle(lines)
     return lines
 
