@@ -22,6 +22,7 @@ class TrainConfig:
     contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
     contractnli_min_group: int = 2  # ContractNLI training groups hold this many to MAX_QUESTIONS hypotheses (drawn per pass)
     independent_share: float = 0.25  # share of groups also trained as single-question runs
+    gold_evidence_share: float = 0.0  # share of ContractNLI groups whose context ranks each question's gold evidence first
     epochs: int = 3
     batch_size: int = 8
     learning_rate: float = 1e-4
@@ -45,6 +46,8 @@ class TrainConfig:
     def __post_init__(self):
         if not 1 <= self.contractnli_min_group <= MAX_QUESTIONS:
             raise ValueError(f"contractnli_min_group must be 1 to {MAX_QUESTIONS}, got {self.contractnli_min_group}")
+        if not 0.0 <= self.gold_evidence_share <= 1.0:
+            raise ValueError(f"gold_evidence_share must lie in [0, 1], got {self.gold_evidence_share}")
 
     @classmethod
     def load(cls, name_or_path: str) -> TrainConfig:
@@ -151,6 +154,13 @@ PRESETS: dict[str, dict] = {
         init_from="bundled", first_epoch=16, learning_rate=5e-5, generated_groups_per_epoch=2400,
         contractnli_repeats=1, epochs=1, max_minutes=22.0,
     ),
+    # Stage 6 continued with half the ContractNLI groups' contexts ranking each question's gold evidence
+    # first, so that the model sees the evidence its labels rest on far more often than lexical
+    # retrieval shows it (recall about 0.5); and its control, the same run with contexts as usual.
+    "cpu-gold-evidence": _SUMMARY_CONTINUED | dict(
+        init_from="bundled", first_epoch=18, learning_rate=5e-5, gold_evidence_share=0.5,
+    ),
+    "cpu-gold-evidence-control": _SUMMARY_CONTINUED | dict(init_from="bundled", first_epoch=18, learning_rate=5e-5),
     # The 1/t comparison: one epoch from the base encoder with the masked losses divided by the number
     # masked (about t * L, the 1/t weighting) or by the block length L; everything else the same.
     "weighting-1-over-t": _WEIGHTING_RUN | dict(inverse_t_weighting=True),

@@ -98,9 +98,10 @@ def train(
     stop = False
 
     def planned(epoch: int):
-        return plan_epoch(epoch_lines(cfg, cfg.first_epoch + epoch, rng), cfg.independent_share, rng)
+        lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
+        return plan_epoch(lines, cfg.independent_share, rng, cfg.gold_evidence_share)
 
-    with ExamplePreparer(spec, cfg.data_workers, vocab) as preparer:
+    with ExamplePreparer(spec, cfg.data_workers, vocab, gold_first=cfg.gold_evidence_share > 0) as preparer:
         upcoming = preparer.start(planned(0))
         for epoch in range(cfg.epochs):
             examples = preparer.finish(upcoming)

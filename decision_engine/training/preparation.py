@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from ..backends.native import base_tokenizer
 from ..backends.vocabulary import Vocabulary
 from ..engine import DecisionEngine
+from ..retrieval.gold_first import GoldFirstRetriever
 from .examples import Example, examples_from_line
 
 CHUNK_LINES = 256  # request lines per task sent to a worker
 _WORKER_ENGINE: DecisionEngine | None = None  # each worker's own layout engine
+_WORKER_GOLD: GoldFirstLayout | None = None  # and its gold-first one, where the run asks for it
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,12 @@ class LayoutSpec:
 
 @dataclass(frozen=True)
 class PlannedLine:
-    """A request line, and where drawn, which of its questions is also trained alone (a share of [0, 1))."""
+    """A request line; where drawn, which of its questions is also trained alone (a share of [0, 1)),
+    and whether its context ranks each question's gold evidence first."""
 
     line: dict
     single: float | None
+    gold_first: bool = False
 
 
 class LayoutOnlyModel:
@@ -69,45 +73,84 @@ def layout_engine(spec: LayoutSpec, vocab: Vocabulary | None = None) -> Decision
     return DecisionEngine(model, context=context_builder(spec.retrieval, vocab))
 
 
-def plan_epoch(lines: Sequence[dict], independent_share: float, rng: random.Random) -> list[PlannedLine]:
-    """Each line, with a draw choosing whether (and which) one question is also trained alone."""
+def plan_epoch(
+    lines: Sequence[dict], independent_share: float, rng: random.Random, gold_evidence_share: float = 0.0
+) -> list[PlannedLine]:
+    """Each line, with a draw choosing whether (and which) one question is also trained alone, and,
+    for lines carrying gold evidence when `gold_evidence_share` > 0, a draw choosing gold-first context."""
     planned = []
     for line in lines:
         alone, which = rng.random(), rng.random()
-        planned.append(PlannedLine(line, which if alone < independent_share else None))
+        gold = bool(gold_evidence_share) and "evidence" in line and rng.random() < gold_evidence_share
+        planned.append(PlannedLine(line, which if alone < independent_share else None, gold))
     return planned
 
 
-def planned_examples(engine: DecisionEngine, planned: Sequence[PlannedLine]) -> list[Example]:
-    """The joint block of every line, plus the single-question blocks the plan asks for."""
+class GoldFirstLayout:
+    """A layout engine whose retrieval ranks the gold evidence of the lines it is given first."""
+
+    def __init__(self, spec: LayoutSpec, vocab: Vocabulary | None = None):
+        if spec.retrieval == "leading":
+            raise ValueError("gold-evidence-first contexts need ranked retrieval (lexical or hybrid), not 'leading'")
+        self.engine = layout_engine(spec, vocab)
+        self.gold: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        self.engine.context.retriever = GoldFirstRetriever(self.engine.context.retriever, self.gold)
+
+    def engine_for(self, line: dict) -> DecisionEngine:
+        """The engine, with `line`'s gold evidence registered (a question's evidence is the same in every line)."""
+        text = line["document"]["text"]
+        for question in line["questions"]:
+            ranges = line["evidence"].get(question["id"], [])
+            self.gold[(text, question["text"])] = [(int(start), int(end)) for start, end in ranges]
+        return self.engine
+
+
+def planned_examples(
+    engine: DecisionEngine, planned: Sequence[PlannedLine], gold_layout: GoldFirstLayout | None = None
+) -> list[Example]:
+    """The joint block of every line, plus the single-question blocks the plan asks for; lines planned
+    gold-first are laid out by `gold_layout`."""
     examples: list[Example] = []
     for item in planned:
-        examples.extend(examples_from_line(engine, item.line, "joint"))
+        line_engine = engine
+        if item.gold_first:
+            if gold_layout is None:
+                raise ValueError("a line is planned gold-first but no gold-first layout was given")
+            line_engine = gold_layout.engine_for(item.line)
+        examples.extend(examples_from_line(line_engine, item.line, "joint"))
         if item.single is not None:
-            singles = examples_from_line(engine, item.line, "independent")
+            singles = examples_from_line(line_engine, item.line, "independent")
             if singles:
                 examples.append(singles[int(item.single * len(singles))])
     return examples
 
 
-def _start_worker(spec: LayoutSpec) -> None:
-    global _WORKER_ENGINE
+def _start_worker(spec: LayoutSpec, gold_first: bool) -> None:
+    global _WORKER_ENGINE, _WORKER_GOLD
     _WORKER_ENGINE = layout_engine(spec)
+    _WORKER_GOLD = GoldFirstLayout(spec) if gold_first else None
 
 
 def _worker_examples(planned: list[PlannedLine]) -> list[Example]:
-    return planned_examples(_WORKER_ENGINE, planned)
+    return planned_examples(_WORKER_ENGINE, planned, _WORKER_GOLD)
 
 
 class ExamplePreparer:
-    """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead."""
+    """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead.
 
-    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None):
+    `gold_first` also prepares a gold-evidence-first layout for the lines planned that way.
+    """
+
+    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None, gold_first: bool = False):
         self.engine = layout_engine(spec, vocab) if workers == 0 else None
+        self.gold_layout = GoldFirstLayout(spec, vocab) if gold_first and workers == 0 else None
+        if gold_first and workers > 0 and spec.retrieval == "leading":
+            GoldFirstLayout(spec, vocab)  # raises the same clear error before any worker starts
         self.pool = None
         if workers > 0:
             self.pool = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(spec,)
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                initargs=(spec, gold_first),
             )
 
     def start(self, planned: list[PlannedLine]) -> list[Future] | list[PlannedLine]:
@@ -119,7 +162,7 @@ class ExamplePreparer:
     def finish(self, started) -> list[Example]:
         """The examples of an epoch begun with `start`, in line order."""
         if self.pool is None:
-            return planned_examples(self.engine, started)
+            return planned_examples(self.engine, started, self.gold_layout)
         return [e for future in started for e in future.result()]
 
     def close(self) -> None:
