@@ -142,7 +142,8 @@ def _eval(args: argparse.Namespace) -> int:
             print(f"error: --gold-evidence-first: {problem}", file=sys.stderr)
             return EXIT_INVALID
     f1 = ("contradiction", "entailment") if args.format == "contractnli" else ()
-    report = {mode: evaluate(engine, groups, mode, args.batch_size, f1) for mode in modes}
+    priors = _training_majority_labels(path) if args.format == "contractnli" and args.split == "validation" else None
+    report = {mode: evaluate(engine, groups, mode, args.batch_size, f1, priors) for mode in modes}
     if args.json:
         print(msgspec.json.encode(report).decode())
         return 0
@@ -157,6 +158,15 @@ def _eval(args: argparse.Namespace) -> int:
             cells.append(f"{value:.4f}".rjust(14) if isinstance(value, float) else str(value).rjust(14))
         print(key.ljust(28) + "".join(cells))
     return 0
+
+
+def _training_majority_labels(path: Path) -> dict[str, str]:
+    """Each hypothesis's most common label in the file's training documents."""
+    from .datasets.contractnli import load_contractnli, majority_labels, split_documents
+
+    docs, _ = load_contractnli(path)
+    train, _ = split_documents(docs)
+    return majority_labels(train)
 
 
 def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,17 +58,35 @@ def _covered(gold: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
     return length > 0 and inside * 2 >= length
 
 
+def prior_accuracy(groups: Sequence[LabelledGroup], priors: Mapping[str, Any]) -> dict[str, float]:
+    """Accuracy per question and per group of answering each question id with its `priors` value, asking
+    nothing of the document: the yardstick a model that reads must beat."""
+    asked = right = groups_right = 0
+    for g in groups:
+        hits = [priors.get(qid) == label for qid, label in g.labels.items()]
+        asked += len(hits)
+        right += sum(hits)
+        groups_right += all(hits)
+    return {
+        "prior_accuracy": right / asked if asked else 0.0,
+        "prior_group_accuracy": groups_right / len(groups) if groups else 0.0,
+    }
+
+
 def evaluate(
     engine: DecisionEngine,
     groups: Sequence[LabelledGroup],
     mode: str,
     batch_size: int = 8,
     f1_labels: Sequence[str] = (),
+    priors: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Metrics of one mode over labelled groups."""
+    """Metrics of one mode over labelled groups; with `priors` (question id -> a fixed answer, such as
+    its most common training label) also that yardstick's accuracy and how often the model agrees with it."""
     correct = answered = groups_right = invalid = violations = steps = 0
     evidence_hit = evidence_total = 0
     pairs: list[tuple[Any, Any]] = []
+    agree_prior = 0
     by_type: dict[str, list[int]] = {}  # answer type -> [right, asked]
     elapsed = 0.0
     skipped = 0
@@ -112,6 +130,8 @@ def evaluate(
             violations += len(rules.violations(values))
             right = [values[i] == g.labels.get(qid) for i, qid in enumerate(ids)]
             pairs.extend((g.labels.get(qid), values[i]) for i, qid in enumerate(ids))
+            if priors is not None:
+                agree_prior += sum(priors.get(qid) == values[i] for i, qid in enumerate(ids))
             correct += sum(right)
             for q, ok in zip(request.questions, right):
                 tally = by_type.setdefault(kind(q.schema), [0, 0])
@@ -136,6 +156,9 @@ def evaluate(
     }
     if evidence_total:
         metrics["evidence_recall"] = evidence_hit / evidence_total
+    if priors is not None:
+        metrics.update(prior_accuracy(groups, priors))
+        metrics["agrees_with_prior"] = agree_prior / answered if answered else 0.0
     for label in f1_labels:
         metrics[f"f1_{label.replace(' ', '_')}"] = _f1(pairs, label)
     return metrics

@@ -11,11 +11,14 @@ import pytest
 from decision_engine.datasets.contractnli import (
     LABELS,
     ContractNliError,
+    NliDocument,
     evidence_recall,
     load_contractnli,
+    majority_labels,
     split_documents,
     to_requests,
 )
+from decision_engine.evaluation import LabelledGroup, prior_accuracy
 from decision_engine.retrieval.spans import Span
 from decision_engine.training.config import TrainConfig
 from decision_engine.training.loop import epoch_lines
@@ -168,3 +171,26 @@ def test_training_groups_respect_the_smallest_group_size(tmp_path):
     assert min(first_group_sizes(2)) < 6
     with pytest.raises(ValueError, match="contractnli_min_group"):
         TrainConfig(contractnli_min_group=9)
+
+
+
+def test_majority_labels_take_each_hypothesis_most_common_label():
+    docs = [
+        NliDocument("1", "", [], {"nda-1": "entailment", "nda-2": "contradiction"}),
+        NliDocument("2", "", [], {"nda-1": "entailment", "nda-2": "not mentioned"}),
+        NliDocument("3", "", [], {"nda-1": "not mentioned"}),
+    ]
+    # nda-2 is a tie: the earlier label in LABELS wins, so the result never depends on document order.
+    assert majority_labels(docs) == {"nda-1": "entailment", "nda-2": "contradiction"}
+    assert majority_labels(list(reversed(docs))) == majority_labels(docs)
+
+
+def test_prior_accuracy_counts_questions_and_whole_groups():
+    groups = [
+        LabelledGroup({}, {"nda-1": "entailment", "nda-2": "contradiction"}),
+        LabelledGroup({}, {"nda-1": "entailment", "nda-2": "entailment"}),
+        LabelledGroup({}, {"nda-3": "not mentioned"}),
+    ]
+    priors = {"nda-1": "entailment", "nda-2": "contradiction"}  # nothing known of nda-3
+    assert prior_accuracy(groups, priors) == {"prior_accuracy": 3 / 5, "prior_group_accuracy": 1 / 3}
+    assert prior_accuracy([], priors) == {"prior_accuracy": 0.0, "prior_group_accuracy": 0.0}

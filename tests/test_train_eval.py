@@ -216,3 +216,60 @@ def test_eval_gold_evidence_first_needs_evidence_and_ranked_retrieval(smoke_chec
     plain = ["eval", "--path", str(SAMPLES / "nda.jsonl"), "--model", str(smoke_checkpoint), "--gold-evidence-first"]
     assert main(plain) == 2
     assert "carry no gold evidence" in capsys.readouterr().err
+
+
+def _contractnli_file(tmp_path: Path, documents: int = 10) -> Path:
+    """A ContractNLI-format file whose hypotheses mostly keep one label across documents."""
+    keys = ["nda-1", "nda-2", "nda-3"]
+    choices = ["Entailment", "Contradiction", "NotMentioned"]
+    docs = []
+    for d in range(documents):
+        text = f"Agreement {d}. The Recipient shall return all materials. No license is granted."
+        first = text.index("The Recipient")
+        annotations = {
+            key: {"choice": choices[(k + (d % 4 == 0)) % 3], "spans": [] if (k + (d % 4 == 0)) % 3 == 2 else [1]}
+            for k, key in enumerate(keys)
+        }
+        docs.append({
+            "id": d, "text": text, "spans": [[0, first - 1], [first, len(text)]],
+            "annotation_sets": [{"annotations": annotations}],
+        })
+    labels = {key: {"hypothesis": f"Hypothesis {key}."} for key in keys}
+    path = tmp_path / "contractnli.json"
+    path.write_text(json.dumps({"documents": docs, "labels": labels}))
+    return path
+
+
+def test_eval_contractnli_validation_reports_the_training_majority_baseline(smoke_checkpoint, tmp_path, capsys):
+    from decision_engine.datasets.contractnli import load_contractnli, majority_labels, split_documents
+    from decision_engine.evaluation import load_groups, prior_accuracy
+
+    path = _contractnli_file(tmp_path)
+    base = ["eval", "--path", str(path), "--format", "contractnli", "--modes", "joint,independent", "--json",
+            "--model", str(smoke_checkpoint), "--retrieval", "leading"]
+    assert main([*base, "--split", "validation"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    train, _ = split_documents(load_contractnli(path)[0])
+    expected = prior_accuracy(load_groups(path, "contractnli", "validation"), majority_labels(train))
+    assert 0 < expected["prior_accuracy"] < 1  # the held-out documents hold some label the majority misses
+    for mode in ("joint", "independent"):
+        assert EVAL_FIELDS <= set(report[mode])
+        assert report[mode]["prior_accuracy"] == expected["prior_accuracy"]
+        assert report[mode]["prior_group_accuracy"] == expected["prior_group_accuracy"]
+        assert 0 <= report[mode]["agrees_with_prior"] <= 1
+    assert main([*base, "--split", "all"]) == 0  # the training documents' own labels are no yardstick
+    assert "prior_accuracy" not in json.loads(capsys.readouterr().out)["joint"]
+
+
+def test_agreement_with_fixed_answers_adds_up_over_the_labels(smoke_checkpoint, tmp_path):
+    """Each answer equals exactly one of the three labels, so agreement with each, summed, is 1."""
+    from decision_engine import factory
+    from decision_engine.datasets.contractnli import LABELS
+    from decision_engine.evaluation import evaluate, load_groups
+
+    groups = load_groups(_contractnli_file(tmp_path), "contractnli", "all")
+    engine = factory.build_engine(str(smoke_checkpoint), "cpu", retrieval="leading")
+    keys = {qid for g in groups for qid in g.labels}
+    shares = [evaluate(engine, groups, "joint", priors={k: label for k in keys})["agrees_with_prior"] for label in LABELS]
+    assert sum(shares) == pytest.approx(1.0)
+    assert "agrees_with_prior" not in evaluate(engine, groups, "joint")
