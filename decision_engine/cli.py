@@ -131,6 +131,10 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if args.limit:
         groups = groups[: args.limit]
+    priors, problem = _prior_answers(args, path)
+    if problem:
+        print(f"error: --prior-from: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         engine = factory.build_engine(args.model, args.device, retrieval=args.retrieval)
     except ModelLoadError as error:
@@ -142,7 +146,6 @@ def _eval(args: argparse.Namespace) -> int:
             print(f"error: --gold-evidence-first: {problem}", file=sys.stderr)
             return EXIT_INVALID
     f1 = ("contradiction", "entailment") if args.format == "contractnli" else ()
-    priors = _training_majority_labels(path) if args.format == "contractnli" and args.split == "validation" else None
     report = {mode: evaluate(engine, groups, mode, args.batch_size, f1, priors) for mode in modes}
     if args.json:
         print(msgspec.json.encode(report).decode())
@@ -160,13 +163,45 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _training_majority_labels(path: Path) -> dict[str, str]:
-    """Each hypothesis's most common label in the file's training documents."""
-    from .datasets.contractnli import load_contractnli, majority_labels, split_documents
+def _prior_answers(args: argparse.Namespace, path: Path) -> tuple[dict | None, str | None]:
+    """The yardstick answers (each question id's most common training answer), or the problem.
 
-    docs, _ = load_contractnli(path)
-    train, _ = split_documents(docs)
-    return majority_labels(train)
+    From `--prior-from` when given; for ContractNLI's validation split, from its training documents.
+    """
+    from .evaluation import load_groups, majority_answers
+
+    if args.prior_from:
+        source = Path(args.prior_from)
+        if not source.is_file():
+            return None, f"{source}: no such file"
+        try:
+            labelled = load_groups(source, "jsonl")
+        except (ValueError, KeyError, TypeError, msgspec.DecodeError) as error:
+            return None, f"{source}: cannot read as labelled JSON Lines: {error}"
+        if not labelled:
+            return None, f"{source}: no line carries \"labels\""
+        return majority_answers(g.labels for g in labelled), None
+    if args.format == "contractnli" and args.split == "validation":
+        from .datasets.contractnli import load_contractnli, split_documents
+
+        train, _ = split_documents(load_contractnli(path)[0])
+        return majority_answers(doc.labels for doc in train), None
+    return None, None
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .datasets.linked_groups import generate_groups
+
+    if args.count < 0:
+        print(f"error: --count must be 0 or more, got {args.count}", file=sys.stderr)
+        return EXIT_INVALID
+    lines = (msgspec.json.encode(group).decode() + "\n" for group in generate_groups(args.split, args.count, args.seed))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            out.writelines(lines)
+    else:
+        sys.stdout.writelines(lines)
+    return 0
 
 
 def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:
@@ -256,8 +291,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     evaluate.add_argument("--gold-evidence-first", action="store_true",
                           help="rank each question's gold evidence first (what perfect retrieval would give)")
+    evaluate.add_argument("--prior-from", metavar="FILE",
+                          help="labelled JSON Lines whose most common answer per question id is the yardstick "
+                               "(ContractNLI's validation split uses its training documents without this)")
     evaluate.add_argument("--json", action="store_true", help="one JSON object keyed by mode")
     evaluate.set_defaults(func=_eval)
+
+    generate = sub.add_parser("generate", help="write generated linked compliance groups (samples format, labelled)")
+    generate.add_argument("--split", choices=["train", "validation"], default="validation",
+                          help="validation uses only the held-out templates and paraphrases")
+    generate.add_argument("--count", type=int, default=200, help="how many groups")
+    generate.add_argument("--seed", type=int, default=7, help="the same split, count and seed give the same groups")
+    generate.add_argument("--out", help="JSON Lines file to write (default: standard output)")
+    generate.set_defaults(func=_generate)
 
     schemas = sub.add_parser("schemas", help="write (or --check) the JSON Schema files of request and response")
     schemas.add_argument("--out", default="schemas", help="folder of the schema files")

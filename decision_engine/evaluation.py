@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,16 @@ def _covered(gold: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
     length = gold[1] - gold[0]
     inside = sum(max(0, min(gold[1], e) - max(gold[0], s)) for s, e in ranges)
     return length > 0 and inside * 2 >= length
+
+
+def majority_answers(label_sets: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each question id's most common answer over `label_sets`; ties go to the smallest answer in JSON
+    order, so the order of the input never matters (True and 1 stay apart)."""
+    counts: dict[str, Counter] = {}
+    for labels in label_sets:
+        for qid, value in labels.items():
+            counts.setdefault(qid, Counter())[msgspec.json.encode(value)] += 1
+    return {qid: msgspec.json.decode(min(c, key=lambda key: (-c[key], key))) for qid, c in counts.items()}
 
 
 def prior_accuracy(groups: Sequence[LabelledGroup], priors: Mapping[str, Any]) -> dict[str, float]:

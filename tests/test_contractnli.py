@@ -11,14 +11,12 @@ import pytest
 from decision_engine.datasets.contractnli import (
     LABELS,
     ContractNliError,
-    NliDocument,
     evidence_recall,
     load_contractnli,
-    majority_labels,
     split_documents,
     to_requests,
 )
-from decision_engine.evaluation import LabelledGroup, prior_accuracy
+from decision_engine.evaluation import LabelledGroup, majority_answers, prior_accuracy
 from decision_engine.retrieval.spans import Span
 from decision_engine.training.config import TrainConfig
 from decision_engine.training.loop import epoch_lines
@@ -174,15 +172,18 @@ def test_training_groups_respect_the_smallest_group_size(tmp_path):
 
 
 
-def test_majority_labels_take_each_hypothesis_most_common_label():
-    docs = [
-        NliDocument("1", "", [], {"nda-1": "entailment", "nda-2": "contradiction"}),
-        NliDocument("2", "", [], {"nda-1": "entailment", "nda-2": "not mentioned"}),
-        NliDocument("3", "", [], {"nda-1": "not mentioned"}),
+def test_majority_answers_take_each_question_most_common_answer():
+    label_sets = [
+        {"nda-1": "entailment", "nda-2": "not mentioned", "days": 30, "ok": True},
+        {"nda-1": "entailment", "nda-2": "contradiction", "days": 1, "ok": 1},
+        {"nda-1": "not mentioned", "days": 30, "ok": True},
     ]
-    # nda-2 is a tie: the earlier label in LABELS wins, so the result never depends on document order.
-    assert majority_labels(docs) == {"nda-1": "entailment", "nda-2": "contradiction"}
-    assert majority_labels(list(reversed(docs))) == majority_labels(docs)
+    # nda-2 is a tie: the smaller answer in JSON order wins, so the result never depends on input order;
+    # True and 1 are counted apart.
+    expected = {"nda-1": "entailment", "nda-2": "contradiction", "days": 30, "ok": True}
+    assert majority_answers(label_sets) == expected
+    assert majority_answers(reversed(label_sets)) == expected
+    assert majority_answers([{"ok": 1}, {"ok": True}, {"ok": 1}])["ok"] is not True
 
 
 def test_prior_accuracy_counts_questions_and_whole_groups():

@@ -241,8 +241,8 @@ def _contractnli_file(tmp_path: Path, documents: int = 10) -> Path:
 
 
 def test_eval_contractnli_validation_reports_the_training_majority_baseline(smoke_checkpoint, tmp_path, capsys):
-    from decision_engine.datasets.contractnli import load_contractnli, majority_labels, split_documents
-    from decision_engine.evaluation import load_groups, prior_accuracy
+    from decision_engine.datasets.contractnli import load_contractnli, split_documents
+    from decision_engine.evaluation import load_groups, majority_answers, prior_accuracy
 
     path = _contractnli_file(tmp_path)
     base = ["eval", "--path", str(path), "--format", "contractnli", "--modes", "joint,independent", "--json",
@@ -250,7 +250,7 @@ def test_eval_contractnli_validation_reports_the_training_majority_baseline(smok
     assert main([*base, "--split", "validation"]) == 0
     report = json.loads(capsys.readouterr().out)
     train, _ = split_documents(load_contractnli(path)[0])
-    expected = prior_accuracy(load_groups(path, "contractnli", "validation"), majority_labels(train))
+    expected = prior_accuracy(load_groups(path, "contractnli", "validation"), majority_answers(d.labels for d in train))
     assert 0 < expected["prior_accuracy"] < 1  # the held-out documents hold some label the majority misses
     for mode in ("joint", "independent"):
         assert EVAL_FIELDS <= set(report[mode])
@@ -273,3 +273,35 @@ def test_agreement_with_fixed_answers_adds_up_over_the_labels(smoke_checkpoint, 
     shares = [evaluate(engine, groups, "joint", priors={k: label for k in keys})["agrees_with_prior"] for label in LABELS]
     assert sum(shares) == pytest.approx(1.0)
     assert "agrees_with_prior" not in evaluate(engine, groups, "joint")
+
+
+def test_generate_writes_the_generator_groups(tmp_path, capsys):
+    out = tmp_path / "gen.jsonl"
+    assert main(["generate", "--split", "train", "--count", "5", "--seed", "3", "--out", str(out)]) == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == generate_groups("train", 5, seed=3)
+    assert main(["generate", "--count", "2"]) == 0  # held-out wording, seed 7, to standard output
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == generate_groups("validation", 2, seed=7)
+    assert main(["generate", "--count", "-1"]) == 2
+    assert "--count" in capsys.readouterr().err
+
+
+def test_eval_prior_from_a_training_file(smoke_checkpoint, tmp_path, capsys):
+    from decision_engine.evaluation import load_groups, majority_answers, prior_accuracy
+
+    train, valid = tmp_path / "train.jsonl", tmp_path / "valid.jsonl"
+    assert main(["generate", "--split", "train", "--count", "40", "--seed", "1", "--out", str(train)]) == 0
+    assert main(["generate", "--count", "8", "--out", str(valid)]) == 0
+    args = ["eval", "--path", str(valid), "--modes", "joint", "--json", "--model", str(smoke_checkpoint),
+            "--retrieval", "leading"]
+    assert main([*args, "--prior-from", str(train)]) == 0
+    joint = json.loads(capsys.readouterr().out)["joint"]
+    priors = majority_answers(g.labels for g in load_groups(train, "jsonl"))
+    assert joint["prior_accuracy"] == prior_accuracy(load_groups(valid, "jsonl"), priors)["prior_accuracy"]
+    assert 0 <= joint["agrees_with_prior"] <= 1
+    assert main([*args, "--prior-from", str(tmp_path / "missing.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--prior-from" in err and "no such file" in err
+    unlabelled = tmp_path / "unlabelled.jsonl"
+    unlabelled.write_text(json.dumps({"document": {"text": "x"}, "questions": []}) + "\n")
+    assert main([*args, "--prior-from", str(unlabelled)]) == 2
+    assert "no line carries" in capsys.readouterr().err

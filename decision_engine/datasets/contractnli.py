@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,15 +74,6 @@ def split_documents(
     train = [d for i, d in enumerate(docs) if i not in held]
     validation = [d for i, d in enumerate(docs) if i in held]
     return train, validation
-
-
-def majority_labels(docs: Sequence[NliDocument]) -> dict[str, str]:
-    """Each hypothesis's most common label over `docs` (ties go to the earlier label in LABELS)."""
-    counts: dict[str, Counter] = {}
-    for doc in docs:
-        for key, label in doc.labels.items():
-            counts.setdefault(key, Counter())[label] += 1
-    return {key: max(LABELS, key=lambda label: (c[label], -LABELS.index(label))) for key, c in counts.items()}
 
 
 def to_requests(
