@@ -197,8 +197,12 @@ def _generate(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     lines = (msgspec.json.encode(group).decode() + "\n" for group in generate_groups(args.split, args.count, args.seed))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as out:
-            out.writelines(lines)
+        try:
+            with open(args.out, "w", encoding="utf-8") as out:
+                out.writelines(lines)
+        except OSError as error:
+            print(f"error: --out {args.out}: cannot write ({error.strerror})", file=sys.stderr)
+            return EXIT_INVALID
     else:
         sys.stdout.writelines(lines)
     return 0

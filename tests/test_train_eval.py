@@ -283,6 +283,8 @@ def test_generate_writes_the_generator_groups(tmp_path, capsys):
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == generate_groups("validation", 2, seed=7)
     assert main(["generate", "--count", "-1"]) == 2
     assert "--count" in capsys.readouterr().err
+    assert main(["generate", "--out", str(tmp_path / "no" / "such" / "folder.jsonl")]) == 2
+    assert "cannot write" in capsys.readouterr().err
 
 
 def test_eval_prior_from_a_training_file(smoke_checkpoint, tmp_path, capsys):
