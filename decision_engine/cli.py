@@ -112,7 +112,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from . import factory
-    from .evaluation import evaluate, load_groups
+    from .evaluation import evaluate, load_groups, swap_documents
     from .model.loader import ModelLoadError
 
     path = Path(args.path)
@@ -131,6 +131,16 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if args.limit:
         groups = groups[: args.limit]
+    if args.swap_documents:
+        if args.gold_evidence_first:
+            print("error: --swap-documents: gold evidence belongs to the original documents; "
+                  "drop --gold-evidence-first", file=sys.stderr)
+            return EXIT_INVALID
+        try:
+            groups = swap_documents(groups)
+        except ValueError as error:
+            print(f"error: --swap-documents: {error}", file=sys.stderr)
+            return EXIT_INVALID
     priors, problem = _prior_answers(args, path)
     if problem:
         print(f"error: --prior-from: {problem}", file=sys.stderr)
@@ -295,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     evaluate.add_argument("--gold-evidence-first", action="store_true",
                           help="rank each question's gold evidence first (what perfect retrieval would give)")
+    evaluate.add_argument("--swap-documents", action="store_true",
+                          help="a control: ask each group of the next different document instead of its own")
     evaluate.add_argument("--prior-from", metavar="FILE",
                           help="labelled JSON Lines whose most common answer per question id is the yardstick "
                                "(ContractNLI's validation split uses its training documents without this)")

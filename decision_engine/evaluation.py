@@ -59,6 +59,23 @@ def _covered(gold: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
     return length > 0 and inside * 2 >= length
 
 
+def swap_documents(groups: Sequence[LabelledGroup]) -> list[LabelledGroup]:
+    """The same questions and labels, each group asked of the next different document (a control: what
+    accuracy is left when the model reads the wrong contract). Gold evidence no longer applies and is dropped."""
+    documents: dict[str, dict[str, Any]] = {}
+    for g in groups:
+        documents.setdefault(g.request_line["document"]["text"], g.request_line["document"])
+    if len(documents) < 2:
+        raise ValueError("swapping documents needs groups over at least two different documents")
+    texts = list(documents)
+    following = {text: documents[texts[(i + 1) % len(texts)]] for i, text in enumerate(texts)}
+    swapped = []
+    for g in groups:
+        line = {**g.request_line, "document": following[g.request_line["document"]["text"]], "evidence": {}}
+        swapped.append(LabelledGroup(line, g.labels))
+    return swapped
+
+
 def majority_answers(label_sets: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Each question id's most common answer over `label_sets`; ties go to the smallest answer in JSON
     order, so the order of the input never matters (True and 1 stay apart)."""

@@ -307,3 +307,31 @@ def test_eval_prior_from_a_training_file(smoke_checkpoint, tmp_path, capsys):
     unlabelled.write_text(json.dumps({"document": {"text": "x"}, "questions": []}) + "\n")
     assert main([*args, "--prior-from", str(unlabelled)]) == 2
     assert "no line carries" in capsys.readouterr().err
+
+
+def test_swap_documents_asks_each_group_of_another_document(tmp_path):
+    from decision_engine.evaluation import load_groups, swap_documents
+
+    groups = load_groups(_contractnli_file(tmp_path, documents=3), "contractnli", "all")
+    swapped = swap_documents(groups)
+    texts = [g.request_line["document"]["text"] for g in groups]
+    moved = [g.request_line["document"]["text"] for g in swapped]
+    assert all(a != b for a, b in zip(texts, moved))
+    assert sorted(set(moved)) == sorted(set(texts))  # every document is still asked, of other questions
+    assert [g.labels for g in swapped] == [g.labels for g in groups]
+    assert all(g.evidence == {} and g.request_line["evidence"] == {} for g in swapped)
+    with pytest.raises(ValueError, match="at least two different documents"):
+        swap_documents(groups[:1])
+
+
+def test_eval_swap_documents(smoke_checkpoint, tmp_path, capsys):
+    path = _contractnli_file(tmp_path, documents=3)
+    args = ["eval", "--path", str(path), "--format", "contractnli", "--modes", "joint", "--json",
+            "--model", str(smoke_checkpoint), "--retrieval", "leading", "--swap-documents"]
+    assert main(args) == 0
+    joint = json.loads(capsys.readouterr().out)["joint"]
+    assert joint["questions"] == 9 and "evidence_recall" not in joint
+    assert main([*args, "--gold-evidence-first"]) == 2
+    assert "drop --gold-evidence-first" in capsys.readouterr().err
+    assert main([*args, "--limit", "1"]) == 2
+    assert "at least two different documents" in capsys.readouterr().err
