@@ -221,16 +221,13 @@ def _generate(args: argparse.Namespace) -> int:
 def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:
     """Make the engine's retrieval rank each question's gold evidence first; the problem, if it cannot."""
     from .retrieval.builder import RetrievalContext
-    from .retrieval.gold_first import GoldFirstRetriever
+    from .retrieval.gold_first import GoldFirstRetriever, gold_evidence
 
     if not isinstance(engine.context, RetrievalContext):
         return f"needs --retrieval hybrid or lexical, not {retrieval}"
     gold = {}
     for group in groups:
-        text = group.request_line["document"]["text"]
-        for question in group.request_line["questions"]:
-            if group.evidence.get(question["id"]):
-                gold[(text, question["text"])] = group.evidence[question["id"]]
+        gold.update(gold_evidence(group.request_line))
     if not gold:
         return "these groups carry no gold evidence"
     engine.context.retriever = GoldFirstRetriever(engine.context.retriever, gold)

@@ -18,6 +18,18 @@ from .spans import Span
 GoldEvidence = Mapping[tuple[str, str], Sequence[tuple[int, int]]]  # (document text, question text) -> ranges
 
 
+def gold_evidence(line: Mapping) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """The gold evidence ranges a labelled request line carries ("evidence": question id -> ranges),
+    keyed as `GoldFirstRetriever` reads them; questions without evidence are left out."""
+    text = line["document"]["text"]
+    evidence = line.get("evidence") or {}
+    return {
+        (text, question["text"]): [(int(start), int(end)) for start, end in evidence[question["id"]]]
+        for question in line["questions"]
+        if evidence.get(question["id"])
+    }
+
+
 class GoldFirstRetriever(Retriever):
     """`inner`'s scoring, with the spans that overlap gold evidence lifted above all others."""
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..backends.native import base_tokenizer
 from ..backends.vocabulary import Vocabulary
 from ..engine import DecisionEngine
-from ..retrieval.gold_first import GoldFirstRetriever
+from ..retrieval.gold_first import GoldFirstRetriever, gold_evidence
 from .examples import Example, examples_from_line
 
 CHUNK_LINES = 256  # request lines per task sent to a worker
@@ -86,22 +86,24 @@ def plan_epoch(
     return planned
 
 
+def require_ranked_retrieval(spec: LayoutSpec) -> None:
+    """Gold-first contexts rank spans, so `spec` must rank them: a clear error if it keeps leading tokens."""
+    if spec.retrieval == "leading":
+        raise ValueError("gold-evidence-first contexts need ranked retrieval (lexical or hybrid), not 'leading'")
+
+
 class GoldFirstLayout:
     """A layout engine whose retrieval ranks the gold evidence of the lines it is given first."""
 
     def __init__(self, spec: LayoutSpec, vocab: Vocabulary | None = None):
-        if spec.retrieval == "leading":
-            raise ValueError("gold-evidence-first contexts need ranked retrieval (lexical or hybrid), not 'leading'")
+        require_ranked_retrieval(spec)
         self.engine = layout_engine(spec, vocab)
         self.gold: dict[tuple[str, str], list[tuple[int, int]]] = {}
         self.engine.context.retriever = GoldFirstRetriever(self.engine.context.retriever, self.gold)
 
     def engine_for(self, line: dict) -> DecisionEngine:
         """The engine, with `line`'s gold evidence registered (a question's evidence is the same in every line)."""
-        text = line["document"]["text"]
-        for question in line["questions"]:
-            ranges = line["evidence"].get(question["id"], [])
-            self.gold[(text, question["text"])] = [(int(start), int(end)) for start, end in ranges]
+        self.gold.update(gold_evidence(line))
         return self.engine
 
 
@@ -144,8 +146,8 @@ class ExamplePreparer:
     def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None, gold_first: bool = False):
         self.engine = layout_engine(spec, vocab) if workers == 0 else None
         self.gold_layout = GoldFirstLayout(spec, vocab) if gold_first and workers == 0 else None
-        if gold_first and workers > 0 and spec.retrieval == "leading":
-            GoldFirstLayout(spec, vocab)  # raises the same clear error before any worker starts
+        if gold_first:
+            require_ranked_retrieval(spec)  # before any worker starts
         self.pool = None
         if workers > 0:
             self.pool = ProcessPoolExecutor(
