@@ -9,22 +9,24 @@ from pathlib import Path
 
 import msgspec
 
+from .options import MODES, EngineOptions, add_engine_arguments, add_mode_argument
+
 EXIT_INVALID = 2
-RETRIEVAL = ["hybrid", "lexical", "leading"]
+COMMAND_PROVIDERS = "decision_engine.commands"  # entry-point group: functions adding subcommands to the parser
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from . import factory
+    from .errors import EngineFailure, RequestError
+    from .factory import build_engine
     from .model.loader import ModelLoadError
     from .requests_file import read_requests
-    from .validation import Limits
 
-    limits = Limits(max_document_chars=args.max_document_chars)
+    options = EngineOptions.from_args(args)
     path = Path(args.file)
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
         return EXIT_INVALID
-    items = list(read_requests(path, limits))
+    items = list(read_requests(path, options.limits))
     bad = [item for item in items if item.error is not None]
     for item in bad:
         print(f"error: {path}:{item.line}: {item.error}", file=sys.stderr)
@@ -32,12 +34,10 @@ def _decide(args: argparse.Namespace) -> int:
     if not good:
         return EXIT_INVALID
     try:
-        engine = factory.build_engine(args.model, args.device, limits, args.retrieval, args.trust_remote_code)
+        engine = build_engine(options)
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    from .service.batcher import decide_together
-
     for start in range(0, len(good), args.batch_size):
         chunk = good[start : start + args.batch_size]
         for item in chunk:
@@ -46,9 +46,10 @@ def _decide(args: argparse.Namespace) -> int:
             if args.mode is not None:
                 item.request.mode = args.mode
         # One shared run per chunk; a request the model cannot take fails alone (the service's path too).
-        for item, outcome in zip(chunk, decide_together(engine, [item.request for item in chunk])):
-            if isinstance(outcome, Exception):
-                print(f"error: {path}:{item.line}: {outcome}", file=sys.stderr)
+        for item, outcome in zip(chunk, engine.decide_many([item.request for item in chunk])):
+            if isinstance(outcome, (RequestError, EngineFailure)):
+                reason = outcome.reason if isinstance(outcome, EngineFailure) else outcome
+                print(f"error: {path}:{item.line}: {reason}", file=sys.stderr)
                 bad.append(item)
             else:
                 _print_response(item, outcome, args.json)
@@ -111,7 +112,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from . import factory
     from .evaluation import evaluate, load_groups, swap_documents
     from .model.loader import ModelLoadError
 
@@ -120,9 +120,9 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return EXIT_INVALID
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in ("joint", "independent", "sequential")]
+    unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
-        print(f"error: --modes: unknown mode(s) {unknown}; use joint, independent, sequential", file=sys.stderr)
+        print(f"error: --modes: unknown mode(s) {unknown}; use {', '.join(MODES)}", file=sys.stderr)
         return EXIT_INVALID
     try:
         groups = load_groups(path, args.format, args.split, args.group_size)
@@ -145,8 +145,10 @@ def _eval(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: --prior-from: {problem}", file=sys.stderr)
         return EXIT_INVALID
+    from .factory import build_engine
+
     try:
-        engine = factory.build_engine(args.model, args.device, retrieval=args.retrieval)
+        engine = build_engine(EngineOptions.from_args(args))
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -267,25 +269,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     decide = sub.add_parser("decide", help="decide the request(s) in a JSON or JSON Lines file")
     decide.add_argument("file", help="one request (JSON) or several (JSON Lines)")
-    decide.add_argument("--mode", choices=["joint", "independent", "sequential"], help="override each request's mode")
+    add_mode_argument(decide)
     decide.add_argument("--json", action="store_true", help="one JSON response per line")
-    decide.add_argument("--model", help="checkpoint folder (default: the bundled model)")
-    decide.add_argument("--trust-remote-code", action="store_true", help="allow a Hugging Face model's own code")
-    decide.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    add_engine_arguments(decide)
     decide.add_argument("--threshold", type=float, help="override each request's confidence threshold")
     decide.add_argument("--batch-size", type=int, default=8, help="requests sharing each forward pass")
-    decide.add_argument("--max-document-chars", type=int, default=1_000_000, help="reject longer documents")
-    decide.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     decide.set_defaults(func=_decide)
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
     presets = ", ".join(TRAIN_PRESETS)
     train.add_argument("--config", default="cpu", help=f"preset ({presets}) or a JSON config file")
-    train.add_argument("--device", default="cpu", help="cpu or cuda")
+    add_engine_arguments(train, model=False)  # --device and --retrieval, defaulting as inference does
     train.add_argument("--out", help="checkpoint folder (default runs/<preset>, or runs/<name> for a config file)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
-    train.add_argument("--retrieval", choices=RETRIEVAL, default="hybrid", help="how document context is chosen")
     train.set_defaults(func=_train)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")
@@ -296,10 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="ContractNLI: evaluate on this split of the file's documents")
     evaluate.add_argument("--group-size", type=int, default=8, help="ContractNLI hypotheses per group")
     evaluate.add_argument("--limit", type=int, help="evaluate only the first N groups")
-    evaluate.add_argument("--model", help="checkpoint folder (default: the bundled model)")
-    evaluate.add_argument("--device", default="cpu")
+    add_engine_arguments(evaluate)
     evaluate.add_argument("--batch-size", type=int, default=8)
-    evaluate.add_argument("--retrieval", choices=RETRIEVAL, default="lexical", help="how document context is chosen")
     evaluate.add_argument("--gold-evidence-first", action="store_true",
                           help="rank each question's gold evidence first (what perfect retrieval would give)")
     evaluate.add_argument("--swap-documents", action="store_true",
@@ -325,14 +320,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .batch.commands import add_batch_commands
     from .bench.commands import add_bench_commands
-    from .service.commands import add_service_commands
     from .store.commands import add_store_commands
 
-    add_service_commands(sub)
+    _add_provided_commands(sub)
     add_store_commands(sub)
     add_batch_commands(sub)
     add_bench_commands(sub)
     return parser
+
+
+def _add_provided_commands(sub) -> None:
+    """Subcommands of packages that build on this one (the REST service's `serve`), found through their
+    entry points so that the core never imports them."""
+    from importlib.metadata import entry_points
+
+    providers = {point.name: point for point in entry_points(group=COMMAND_PROVIDERS)}  # one per name
+    for name in sorted(providers):
+        providers[name].load()(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

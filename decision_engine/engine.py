@@ -1,37 +1,24 @@
-"""From requests to responses: slot spaces, rules, layout, one shared denoising run, checks."""
+"""From requests to responses: layout, one shared denoising run, checks; a bad request fails alone."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from .backends.protocol import DenoisingModel
-from .decoding.constraints import GroupConstraints
-from .decoding.denoise import Block, GroupRun, run_denoising
-from .decoding.layout import ContextBuilder, LeadingContext, build_prefix, context_budget, question_tokens
-from .decoding.slot_space import build_space
-from .errors import RequestError
-from .rules import RuleSet
-from .types import Answer, DecisionRequest, DecisionResponse, Evidence, Mode
-from .validation import Limits, validate_request
+from .decoding.denoise import run_denoising
+from .decoding.layout import ContextBuilder, Layout, LeadingContext, lay_out
+from .errors import EngineFailure, RequestError
+from .types import Answer, DecisionRequest, DecisionResponse, Mode
+from .validation import Limits
 from .values import value_problem
+
+Outcome = DecisionResponse | RequestError | EngineFailure
 
 
 class InvalidOutputError(AssertionError):
     """The engine produced a value or a rule violation it should have made impossible."""
-
-
-@dataclass
-class _Prepared:
-    request: DecisionRequest
-    mode: Mode
-    group: GroupRun
-    rules: RuleSet
-    blocks: list[Block]
-    evidence: list[list[Evidence]]
-    shown_ranges: list[list[tuple[int, int]]]  # per question, the document characters its block shows
 
 
 class DecisionEngine:
@@ -41,72 +28,92 @@ class DecisionEngine:
         self.model = model
         self.limits = limits
         self.context = context or LeadingContext(model.vocab)
-        self.context_tokens = getattr(model, "context_tokens", None)  # the cap the model was trained with
+        self.context_tokens = model.context_tokens  # document-token cap: the one the model was trained with
 
     def decide(self, request: DecisionRequest, mode: Mode | None = None) -> DecisionResponse:
         return self.decide_batch([request], mode)[0]
 
     def decide_batch(self, requests: Sequence[DecisionRequest], mode: Mode | None = None) -> list[DecisionResponse]:
-        """Decide several requests together; `mode` overrides each request's own."""
+        """Decide several requests together; `mode` overrides each request's own. Any failure raises."""
         started = time.perf_counter()
         prepared = [self.prepare(r, mode or r.mode) for r in requests]
         return self.run(prepared, (time.perf_counter() - started) * 1e3)
 
-    def run(self, prepared: Sequence[_Prepared], prepare_ms: float = 0.0) -> list[DecisionResponse]:
-        """Denoise prepared requests together and build their responses."""
+    def decide_many(self, requests: Sequence[DecisionRequest], mode: Mode | None = None) -> list[Outcome]:
+        """Decide requests in one shared run, one outcome per request: its response, the RequestError
+        that refuses it, or an EngineFailure. A bad request costs only its own answer."""
+        started = time.perf_counter()
+        laid_out = self.lay_out_many(requests, mode)
+        return self.decide_laid_out(laid_out, (time.perf_counter() - started) * 1e3)
+
+    def lay_out_many(
+        self, requests: Sequence[DecisionRequest], mode: Mode | None = None
+    ) -> list[Layout | RequestError | EngineFailure]:
+        """Each request's layout (`mode` overrides its own), or why it has none."""
+        laid_out: list[Layout | RequestError | EngineFailure] = []
+        for request in requests:
+            try:
+                laid_out.append(self.prepare(request, mode or request.mode))
+            except RequestError as error:
+                laid_out.append(error)
+            except Exception as error:  # noqa: BLE001 - a bug on one request must not cost the others
+                laid_out.append(_failure(error))
+        return laid_out
+
+    def decide_laid_out(
+        self, laid_out: Sequence[Layout | RequestError | EngineFailure], prepare_ms: float = 0.0
+    ) -> list[Outcome]:
+        """Denoise the layouts together; refusals and failures pass through. If the shared run fails,
+        each request is laid out afresh and decided alone, so the one that broke it fails alone."""
+        outcomes: list[Outcome | None] = [item if not isinstance(item, Layout) else None for item in laid_out]
+        layouts = [item for item in laid_out if isinstance(item, Layout)]
+        if not layouts:
+            return outcomes
+        try:
+            timings = self._denoise(layouts, prepare_ms)
+        except Exception as error:  # noqa: BLE001 - isolate the request that breaks the shared run
+            if len(layouts) == 1:
+                decided = [error if isinstance(error, RequestError) else _failure(error)]
+            else:
+                decided = [self.decide_many([p.request], p.mode)[0] for p in layouts]
+        else:
+            decided = [self._checked_response(p, timings) for p in layouts]
+        answers = iter(decided)
+        return [outcome if outcome is not None else next(answers) for outcome in outcomes]
+
+    def run(self, prepared: Sequence[Layout], prepare_ms: float = 0.0) -> list[DecisionResponse]:
+        """Denoise laid-out requests together and build their responses; any failure raises."""
+        timings = self._denoise(prepared, prepare_ms)
+        return [self._respond(p, timings) for p in prepared]
+
+    def prepare(self, request: DecisionRequest, mode: Mode) -> Layout:
+        """Check a request and lay it out for this engine's model; raises RequestError."""
+        model = self.model
+        return lay_out(
+            request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
+            reads_documents=model.reads_documents,
+        )
+
+    def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:
         started = time.perf_counter()
         run_denoising(self.model, [b for p in prepared for b in p.blocks])
         denoise_ms = (time.perf_counter() - started) * 1e3
-        timings = {
+        return {
             "prepare": prepare_ms,
             "denoise": denoise_ms,
             "total": prepare_ms + denoise_ms,
             "batch_size": float(len(prepared)),
         }
-        return [self._respond(p, timings) for p in prepared]
 
-    def prepare(self, request: DecisionRequest, mode: Mode) -> _Prepared:
-        """Check a request and lay it out: slot spaces, rules, prefixes and answer blocks."""
-        validate_request(request, self.limits)
-        vocab = self.model.vocab
-        schemas = [q.schema for q in request.questions]
-        rules = RuleSet.compile(schemas, [q.id for q in request.questions], request.rules)
-        spaces = [
-            build_space(q.schema, vocab, rules.classes[i], f"questions[{i}].schema")
-            for i, q in enumerate(request.questions)
-        ]
-        options = request.options
-        cap = options.context_tokens or self.context_tokens
-        lengths = [s.length for s in spaces]
-        max_steps = options.max_steps or (sum(lengths) if mode != "independent" else max(lengths))
-        group = GroupRun(GroupConstraints(spaces, rules), options.threshold, max_steps)
-        texts = [q.text for q in request.questions]
-        questions = question_tokens(vocab, texts)
-        document = request.document.text
-        slots = list(range(len(spaces)))
-        if mode == "independent":
-            blocks, evidence, shown = [], [], []
-            for s in slots:
-                budget = self._budget([questions[s]], lengths[s], cap)
-                choice = self.context(document, [texts[s]], budget)
-                blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], choice.token_ids)))
-                evidence.extend(choice.evidence)
-                shown.append(list(choice.ranges))
-        else:
-            budget = self._budget(questions, sum(lengths), cap)
-            choice = self.context(document, texts, budget)
-            evidence, shown = choice.evidence, [list(choice.ranges)] * len(slots)
-            prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids)
-            blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
-        return _Prepared(request, mode, group, rules, blocks, evidence, shown)
-
-    def _budget(self, questions: list[list[int]], block_len: int, cap: int | None) -> int:
+    def _checked_response(self, p: Layout, timings: dict[str, float]) -> Outcome:
         try:
-            return context_budget(self.model.vocab, self.model.max_positions, questions, block_len, cap)
-        except ValueError as error:
-            raise RequestError("questions", f"{error} (the model holds {self.model.max_positions} tokens)") from None
+            return self._respond(p, timings)
+        except RequestError as error:
+            return error
+        except Exception as error:  # noqa: BLE001 - an invalid output costs only its own request
+            return _failure(error)
 
-    def _respond(self, p: _Prepared, timings: dict[str, float]) -> DecisionResponse:
+    def _respond(self, p: Layout, timings: dict[str, float]) -> DecisionResponse:
         constraints = p.group.constraints
         values = [constraints.value(s) for s in range(len(constraints.spaces))]
         for question, value in zip(p.request.questions, values):
@@ -122,7 +129,7 @@ class DecisionEngine:
                 value=v,
                 confidence=round(math.exp(p.group.log_confidence[i]), 6),
                 step=p.group.fixed_step[i] or 0,
-                evidence=p.evidence[i] or None,
+                evidence=p.evidence[i] or _pointed(p, i) or None,
             )
             for i, (q, v) in enumerate(zip(p.request.questions, values))
         ]
@@ -133,3 +140,13 @@ class DecisionEngine:
             model=self.model.name,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
+
+
+def _pointed(p: Layout, slot: int) -> list:
+    """The evidence a reading model pointed at for one question (empty for other models)."""
+    block = p.group.block_of[slot]
+    return block.pointed.get(block.numbers[block.slots.index(slot)], []) if block is not None else []
+
+
+def _failure(error: BaseException) -> EngineFailure:
+    return EngineFailure(f"engine failure: {type(error).__name__}: {error}", error)

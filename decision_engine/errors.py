@@ -1,4 +1,8 @@
-"""The one error type bad input raises: it names the field and the problem."""
+"""What deciding can end in besides a response: a refused request (naming the field), or an engine failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 
 class RequestError(ValueError):
@@ -11,3 +15,11 @@ class RequestError(ValueError):
 
     def to_dict(self) -> dict[str, str]:
         return {"field": self.field, "problem": self.problem}
+
+
+@dataclass
+class EngineFailure:
+    """The engine failed on a request for a reason other than refusing it (a bug, out of memory)."""
+
+    reason: str
+    error: BaseException | None = field(default=None, compare=False, repr=False)  # the cause, where at hand

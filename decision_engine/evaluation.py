@@ -11,9 +11,14 @@ from typing import Any
 
 import msgspec
 
-from .engine import DecisionEngine, InvalidOutputError
+from .decoding.layout import Layout
+from .engine import DecisionEngine
 from .errors import RequestError
+from .kinds import same_answer
+from .metrics import expected_calibration_error, grounding_reachable, overlaps
+from .retrieval.coverage import covers
 from .rules import RuleSet
+from .types import AnswerSchema, DecisionResponse
 from .validation import request_from_object
 from .values import kind, value_problem
 
@@ -46,17 +51,13 @@ def load_groups(path: Path, fmt: str, split: str = "all", group_size: int = 8, s
     return groups
 
 
-def _f1(pairs: list[tuple[Any, Any]], label: Any) -> float:
-    tp = sum(1 for gold, pred in pairs if gold == label and pred == label)
-    fp = sum(1 for gold, pred in pairs if gold != label and pred == label)
-    fn = sum(1 for gold, pred in pairs if gold == label and pred != label)
+def _f1(pairs: list[tuple[AnswerSchema, Any, Any]], label: Any) -> float:
+    """F1 of answering `label`, over (schema, gold, predicted) triples compared by `same_answer`."""
+    hits = [(same_answer(schema, gold, label), same_answer(schema, pred, label)) for schema, gold, pred in pairs]
+    tp = sum(1 for gold, pred in hits if gold and pred)
+    fp = sum(1 for gold, pred in hits if not gold and pred)
+    fn = sum(1 for gold, pred in hits if gold and not pred)
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def _covered(gold: tuple[int, int], ranges: Sequence[tuple[int, int]]) -> bool:
-    length = gold[1] - gold[0]
-    inside = sum(max(0, min(gold[1], e) - max(gold[0], s)) for s, e in ranges)
-    return length > 0 and inside * 2 >= length
 
 
 def swap_documents(groups: Sequence[LabelledGroup]) -> list[LabelledGroup]:
@@ -86,12 +87,24 @@ def majority_answers(label_sets: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {qid: msgspec.json.decode(min(c, key=lambda key: (-c[key], key))) for qid, c in counts.items()}
 
 
+def _schemas(line: Mapping[str, Any]) -> dict[str, AnswerSchema]:
+    """The answer schema of each question of a samples line whose schema reads, to compare answers by."""
+    schemas = {}
+    for question in line.get("questions") or []:
+        try:
+            schemas[question["id"]] = msgspec.convert(question["schema"], AnswerSchema)
+        except (msgspec.ValidationError, KeyError, TypeError):
+            continue
+    return schemas
+
+
 def prior_accuracy(groups: Sequence[LabelledGroup], priors: Mapping[str, Any]) -> dict[str, float]:
     """Accuracy per question and per group of answering each question id with its `priors` value, asking
     nothing of the document: the yardstick a model that reads must beat."""
     asked = right = groups_right = 0
     for g in groups:
-        hits = [priors.get(qid) == label for qid, label in g.labels.items()]
+        schemas = _schemas(g.request_line)
+        hits = [same_answer(schemas.get(qid), priors.get(qid), label) for qid, label in g.labels.items()]
         asked += len(hits)
         right += sum(hits)
         groups_right += all(hits)
@@ -113,7 +126,10 @@ def evaluate(
     its most common training label) also that yardstick's accuracy and how often the model agrees with it."""
     correct = answered = groups_right = invalid = violations = steps = 0
     evidence_hit = evidence_total = 0
-    pairs: list[tuple[Any, Any]] = []
+    first_hit = first_total = 0  # answers with gold evidence, and those whose first evidence span overlaps it
+    chosen: list[tuple[float, bool]] = []  # (confidence, right) of every answer the model chose
+    grounded = [0, 0, 0]  # integer and date answers: asked, reachable from the document's mentions, right among those
+    pairs: list[tuple[AnswerSchema, Any, Any]] = []  # (schema, gold, predicted)
     agree_prior = 0
     by_type: dict[str, list[int]] = {}  # answer type -> [right, asked]
     elapsed = 0.0
@@ -128,24 +144,20 @@ def evaluate(
             except RequestError:
                 skipped += 1
         began = time.perf_counter()
-        prepared = [engine.prepare(r, mode) for r in requests]
-        try:
-            responses = engine.run(prepared)
-        except InvalidOutputError:
-            responses = []
-            for p in prepared:
-                try:
-                    responses.append(engine.run([p])[0])
-                except InvalidOutputError:
-                    responses.append(None)
+        laid_out = engine.lay_out_many(requests, mode)  # kept for evidence recall: what each block shows
+        outcomes = engine.decide_laid_out(laid_out)
         elapsed += time.perf_counter() - began
-        for g, request, p, response in zip(kept, requests, prepared, responses):
+        for g, request, layout, response in zip(kept, requests, laid_out, outcomes):
+            if isinstance(layout, RequestError):  # a group this model cannot take (its window is too small)
+                skipped += 1
+                continue
             ids = [q.id for q in request.questions]
-            for qid, shown in zip(ids, p.shown_ranges):  # only what the question's own block sees
-                for gold_range in g.evidence.get(qid, []):
-                    evidence_total += 1
-                    evidence_hit += _covered(gold_range, shown)
-            if response is None:
+            if isinstance(layout, Layout):
+                for qid, shown in zip(ids, layout.shown_ranges):  # only what the question's own block sees
+                    for gold_range in g.evidence.get(qid, []):
+                        evidence_total += 1
+                        evidence_hit += covers(shown, gold_range)
+            if not isinstance(response, DecisionResponse):  # an engine failure: every answer counts invalid
                 invalid += len(ids)
                 answered += len(ids)
                 for q in request.questions:
@@ -156,11 +168,24 @@ def evaluate(
             invalid += sum(value_problem(q.schema, v) is not None for q, v in zip(request.questions, values))
             rules = RuleSet.compile([q.schema for q in request.questions], ids, request.rules)
             violations += len(rules.violations(values))
-            right = [values[i] == g.labels.get(qid) for i, qid in enumerate(ids)]
-            pairs.extend((g.labels.get(qid), values[i]) for i, qid in enumerate(ids))
+            given = list(zip(request.questions, values))
+            right = [same_answer(q.schema, v, g.labels.get(q.id)) for q, v in given]
+            pairs.extend((q.schema, g.labels.get(q.id), v) for q, v in given)
             if priors is not None:
-                agree_prior += sum(priors.get(qid) == values[i] for i, qid in enumerate(ids))
+                agree_prior += sum(same_answer(q.schema, priors.get(q.id), v) for q, v in given)
             correct += sum(right)
+            for q, answer, ok in zip(request.questions, response.answers, right):
+                if answer.step:
+                    chosen.append((answer.confidence, ok))
+                golds = g.evidence.get(q.id)
+                if golds:
+                    first_total += 1
+                    first_hit += bool(answer.evidence) and overlaps((answer.evidence[0].start, answer.evidence[0].end), golds)
+                reachable = grounding_reachable(request.document.text, q.schema, g.labels.get(q.id))
+                if reachable is not None:
+                    grounded[0] += 1
+                    grounded[1] += reachable
+                    grounded[2] += reachable and ok
             for q, ok in zip(request.questions, right):
                 tally = by_type.setdefault(kind(q.schema), [0, 0])
                 tally[0] += ok
@@ -182,8 +207,14 @@ def evaluate(
         "accuracy_by_type": {t: right / asked for t, (right, asked) in sorted(by_type.items())},
         "questions_by_type": {t: asked for t, (_, asked) in sorted(by_type.items())},
     }
+    metrics["ece"] = expected_calibration_error([c for c, _ in chosen], [ok for _, ok in chosen])
     if evidence_total:
         metrics["evidence_recall"] = evidence_hit / evidence_total
+    if first_total:
+        metrics["evidence_hit_at_1"] = first_hit / first_total
+    if grounded[0]:
+        metrics["grounding_coverage"] = grounded[1] / grounded[0]
+        metrics["grounded_accuracy"] = grounded[2] / grounded[1] if grounded[1] else 0.0
     if priors is not None:
         metrics.update(prior_accuracy(groups, priors))
         metrics["agrees_with_prior"] = agree_prior / answered if answered else 0.0

@@ -1,26 +1,17 @@
-"""Assembling a ready engine: the model plus how document context is chosen."""
+"""Assembling a ready engine from its options: the model plus how document context is chosen."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from .engine import DecisionEngine
 from . import models
-from .validation import Limits
+from .backends.protocol import DenoisingModel
+from .engine import DecisionEngine
+from .options import EngineOptions
+from .retrieval.builder import context_for
 
 
-def build_engine(
-    model_path: str | Path | None = None,
-    device: str = "cpu",
-    limits: Limits = Limits(),
-    retrieval: str = "lexical",
-    trust_remote_code: bool = False,
-) -> DecisionEngine:
-    """An engine over the bundled (or given) model; `retrieval` is hybrid, lexical or leading."""
-    model = models.open_model(model_path, device, trust_remote_code)
-    context = None
-    if retrieval != "leading":
-        from .retrieval.builder import RetrievalContext
-
-        context = RetrievalContext.create(model.vocab, dense=retrieval == "hybrid")
-    return DecisionEngine(model, limits, context)
+def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
+    """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
+    already built. Raises ModelLoadError for a model that cannot be opened."""
+    if model is None:
+        model = models.open_model(options.model, options.device, options.trust_remote_code)
+    return DecisionEngine(model, options.limits, context_for(options.retrieval, model.vocab))

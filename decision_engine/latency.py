@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .factory import build_engine
+from .options import RETRIEVALS, EngineOptions
+from .retrieval.builder import RetrievalContext
 from .validation import request_from_object
 
 
@@ -28,7 +30,7 @@ def contract_groups(path: Path, target_chars: int = 10_000, count: int = 10) -> 
 def measure(engine, lines: list[dict], repeats: int, mode: str = "joint") -> dict[str, float]:
     requests = [request_from_object(line) for line in lines]
     engine.decide(requests[0], mode)  # warm-up: model weights, tokenizer, first allocation
-    embedder = getattr(getattr(engine.context, "retriever", None), "embedder", None)
+    embedder = engine.context.retriever.embedder if isinstance(engine.context, RetrievalContext) else None
     times = []
     for i in range(repeats):
         if embedder is not None:
@@ -49,11 +51,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--path", required=True, help="ContractNLI JSON")
     parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--retrieval", nargs="+", default=["hybrid", "lexical"])
+    parser.add_argument("--retrieval", nargs="+", choices=RETRIEVALS, default=["hybrid", "lexical"])
     args = parser.parse_args(argv)
     lines = contract_groups(Path(args.path))
     for retrieval in args.retrieval:
-        engine = build_engine(args.model, retrieval=retrieval)
+        engine = build_engine(EngineOptions(model=args.model, retrieval=retrieval))
         figures = measure(engine, lines, args.repeats)
         print(
             f"{retrieval:8s} median {figures['median_s']:.3f} s  p90 {figures['p90_s']:.3f} s  "

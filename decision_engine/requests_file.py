@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from .errors import RequestError
+from .field_errors import field_error
 from .types import DecisionRequest, Value
 from .validation import Limits, request_from_object
 
@@ -38,7 +39,7 @@ def request_item(obj: Any, line: int, limits: Limits = Limits()) -> RequestItem:
     try:
         extras = msgspec.convert(obj, type=_Extras) if isinstance(obj, dict) else _Extras()
     except msgspec.ValidationError as error:
-        return RequestItem(line, str(line), None, None, RequestError("id/labels", str(error)))
+        return RequestItem(line, str(line), None, None, field_error(error))
     item_id = str(extras.id) if extras.id is not None else str(line)
     try:
         return RequestItem(line, item_id, request_from_object(obj, limits), extras.labels)

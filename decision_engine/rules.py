@@ -8,11 +8,12 @@ search over at most 8 slots even when a slot ranges over millions of values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 
+from .kinds import canonical_json, kind_of
 from .types import AnswerSchema, Rule, Value
-from .values import domain_size, enumerated_values
 
 SEARCH_BUDGET = 200_000  # search nodes before a rule set is called too complex
 
@@ -21,17 +22,23 @@ class RulesTooComplex(RuntimeError):
     """The rule set needs more search than `SEARCH_BUDGET` allows."""
 
 
-def _key(value: Value) -> tuple[str, Value]:
-    # True == 1 in Python: keep booleans and integers apart.
-    return (type(value).__name__, value)
-
-
 @dataclass(frozen=True)
 class SlotClasses:
-    """The value classes of one slot: named values, then OTHER when the domain has more."""
+    """The value classes of one slot: named values, then OTHER when the domain has more.
+
+    Values are told apart by `key`, the slot kind's answer key (True == 1 in Python; keys differ).
+    """
 
     named: tuple[Value, ...]
     has_other: bool
+    key: Callable[[Value], str] = field(default=canonical_json, compare=False, repr=False)
+
+    @cached_property
+    def _named_keys(self) -> dict[str, int]:
+        keys: dict[str, int] = {}
+        for i, named in enumerate(self.named):
+            keys.setdefault(self.key(named), i)
+        return keys
 
     @property
     def count(self) -> int:
@@ -42,9 +49,9 @@ class SlotClasses:
         return len(self.named) if self.has_other else None
 
     def index(self, value: Value) -> int:
-        for i, named in enumerate(self.named):
-            if _key(named) == _key(value):
-                return i
+        found = self._named_keys.get(self.key(value))
+        if found is not None:
+            return found
         if not self.has_other:
             raise KeyError(value)
         return len(self.named)
@@ -64,14 +71,14 @@ class CompiledRule:
 
 def slot_classes(schema: AnswerSchema, mentioned: Sequence[Value]) -> SlotClasses:
     """Classes for a slot given the values rules mention for it."""
-    listed = enumerated_values(schema)
+    kind = kind_of(schema)
+    listed = kind.enumerated_values(schema)
     if listed is not None:
-        return SlotClasses(tuple(listed), False)
-    named: list[Value] = []
+        return SlotClasses(tuple(listed), False, kind.answer_key)
+    named: dict[str, Value] = {}
     for value in mentioned:
-        if all(_key(value) != _key(seen) for seen in named):
-            named.append(value)
-    return SlotClasses(tuple(named), domain_size(schema) > len(named))
+        named.setdefault(kind.answer_key(value), value)
+    return SlotClasses(tuple(named.values()), kind.domain_size(schema) > len(named), kind.answer_key)
 
 
 class RuleSet:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
 from .errors import RequestError
+from .field_errors import field_error
+from .kinds import kind_of, schema_problem
 from .rules import RuleSet, RulesTooComplex
-from .types import MAX_QUESTIONS, DecisionRequest
-from .values import schema_problem, value_problem
+from .types import MAX_QUESTIONS, DecisionRequest, Value
 
 
 @dataclass(frozen=True)
@@ -24,16 +25,14 @@ class Limits:
 
 
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_VALUE_TYPES = get_args(Value)  # the JSON types a rule value may have
 
 
 def _field_of(error: msgspec.ValidationError) -> RequestError:
-    match = _PATH.match(str(error))
-    message, path = match["msg"], (match["path"] or "").lstrip(".")
-    field = path or "request"
-    if field == "questions" and "length" in message:
-        message = f"a request holds 1 to {MAX_QUESTIONS} questions: {message}"
-    return RequestError(field, message)
+    located = field_error(error)
+    if located.field == "questions" and "length" in located.problem:
+        return RequestError("questions", f"a request holds 1 to {MAX_QUESTIONS} questions: {located.problem}")
+    return located
 
 
 def _locate_rule_value(obj: Any, error: RequestError) -> RequestError:
@@ -45,7 +44,7 @@ def _locate_rule_value(obj: Any, error: RequestError) -> RequestError:
     try:
         clauses = obj["rules"][index][side]
         for qid, values in clauses.items():
-            if not isinstance(values, list) or not all(isinstance(v, (bool, int, str)) for v in values):
+            if not isinstance(values, list) or not all(isinstance(v, _VALUE_TYPES) for v in values):
                 return RequestError(f"rules[{index}].{side}.{qid}{rest}", error.problem)
     except (KeyError, IndexError, TypeError, AttributeError):
         pass
@@ -123,8 +122,9 @@ def _validate_rules(request: DecisionRequest, index: dict[str, int], limits: Lim
                 if not values:
                     raise RequestError(f"{where}.{qid}", "must list at least one value")
                 schema = request.questions[index[qid]].schema
+                kind = kind_of(schema)
                 for v, value in enumerate(values):
-                    problem = value_problem(schema, value)
+                    problem = kind.value_problem(schema, value)
                     if problem:
                         raise RequestError(f"{where}.{qid}[{v}]", f"{problem} (question {qid!r})")
     if not request.rules:

@@ -32,7 +32,11 @@ class FakeModel:
     def __init__(self, vocab: Vocabulary, logits_fn: Callable, max_positions: int = 512):
         self.vocab = vocab
         self.name = "fake"
+        self.version = ""
+        self.device = torch.device("cpu")
         self.max_positions = max_positions
+        self.context_tokens: int | None = None
+        self.reads_documents = False
         self.logits_fn = logits_fn
         self.calls = 0
         self.prefixes: list[PrefixInput] = []

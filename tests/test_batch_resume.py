@@ -12,11 +12,12 @@ import time
 import pytest
 
 from decision_engine.batch.deciding import LocalDecider
-from decision_engine.batch.engine_spec import TINY_RANDOM, EngineSpec
+from decision_engine.batch.job_engine import TINY_RANDOM, build_job_engine
 from decision_engine.batch.inputs import check_ids, read_lines
 from decision_engine.batch.progress import Progress
 from decision_engine.batch.runner import BatchJob, run_batch
 from decision_engine.cli import main
+from decision_engine.options import EngineOptions
 from decision_engine.store.database import create_db_engine, session_factory
 from decision_engine.store.migrate import upgrade
 
@@ -38,7 +39,7 @@ class SpyDecider(LocalDecider):
 
 @pytest.fixture(scope="module")
 def tiny_engine():
-    return EngineSpec(TINY_RANDOM).build()
+    return build_job_engine(EngineOptions(TINY_RANDOM))
 
 
 @pytest.fixture

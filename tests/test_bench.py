@@ -21,7 +21,7 @@ def _row(report: dict, mode: str, size: int) -> dict:
 
 def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
     report = json.loads(json.dumps(benchmark(
-        DecisionEngine(tiny_backend), 2, BenchConfig(batch_sizes=(1, 2), cache_groups=1), device="cpu", quick=True
+        DecisionEngine(tiny_backend), 2, BenchConfig(batch_sizes=(1, 2), cache_groups=1, latency_groups=2), device="cpu", quick=True
     )))  # fmt: skip
     for key in ("device", "commit", "date", "model", "modes", "prefix_cache", "ratios", "best", "workload"):
         assert key in report
@@ -47,6 +47,12 @@ def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
     assert ratios["cache_on_over_off"] == pytest.approx(cache["on"]["groups_per_s"] / cache["off"]["groups_per_s"])
     assert ratios["cache_batch_size"] == cache["on"]["batch_size"] == 1
     assert cache["same_decisions"] is True
+    latency = report["latency"]
+    assert report["latency_cold_p50_ms"] == latency["cold_p50_ms"] > 0
+    assert report["latency_warm_p50_ms"] == latency["warm_p50_ms"] > 0
+    assert latency["cold_p50_ms"] <= latency["cold_p90_ms"] and latency["groups"] == 2
+    for mode in ("joint", "independent", "sequential"):
+        assert report["passes_per_group"][mode] == report["best"][mode]["steps_per_group"] > 0
     assert ratios["triton_over_torch"] is None and report["kernels"] is None  # CUDA only
     for key, pair in ratios["by_batch_size"].items():
         assert pair["joint_over_independent"] == pytest.approx(
@@ -84,8 +90,8 @@ def test_modes_take_turns_batch_by_batch(tiny_backend, monkeypatch):
     requests = [request_from_object(line) for line in build_workload(4, seed=5, target_chars=2000)]
     engine = DecisionEngine(tiny_backend)
     order = []
-    decide_batch = engine.decide_batch
-    monkeypatch.setattr(engine, "decide_batch", lambda chunk, mode: order.append(mode) or decide_batch(chunk, mode))
+    decide_many = engine.decide_many
+    monkeypatch.setattr(engine, "decide_many", lambda chunk, mode: order.append(mode) or decide_many(chunk, mode))
     measured = runner.measure_modes(engine, requests, ["joint", "independent", "sequential"], 2)
     assert order == ["joint", "independent", "sequential", "independent", "sequential", "joint"]
     for mode, (figures, values) in measured.items():
@@ -111,3 +117,21 @@ def test_time_split_counts_the_passes_of_a_request_and_leaves_the_model_as_it_wa
     assert split.block_calls == response.steps > 0
     assert split.prefix_s > 0 and split.block_s > 0
     assert "encode_prefix" not in vars(tiny_backend) and "block_logits" not in vars(tiny_backend)
+
+
+def test_a_reading_model_benches_with_and_without_its_caches(vocab):
+    """Cold decisions encode the document, warm ones reuse it; the uncached backend decides the same."""
+    from dataclasses import replace
+
+    from decision_engine.backends.native import NativeBackend
+    from decision_engine.model.loader import random_model
+    from decision_engine.model.transformer import BlockDiffusionConfig
+
+    cfg = replace(BlockDiffusionConfig.from_name("tiny"), question_summary=True, reads_documents=True)
+    reader = NativeBackend(random_model(cfg, seed=1), vocab, "tiny-reader")
+    report = benchmark(
+        DecisionEngine(reader), 2, BenchConfig(batch_sizes=(1,), cache_groups=1, latency_groups=2), device="cpu", quick=True
+    )
+    assert report["prefix_cache"]["same_decisions"] is True
+    assert report["latency_cold_p50_ms"] > 0 and report["latency_warm_p50_ms"] > 0
+    assert reader.documents.hits > 0

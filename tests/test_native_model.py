@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,22 @@ def test_a_checkpoint_trained_on_split_digits_is_read_that_way(tmp_path):
     save_checkpoint(model, tmp_path / "digits", "digits")
     assert not load_native(tmp_path / "plain").vocab.split_digits
     assert load_native(tmp_path / "digits").vocab.split_digits
+
+
+def test_a_checkpoint_recording_a_retired_knob_loads_when_it_was_off(tmp_path):
+    """Older config.json files (the bundled one too) name `isolate_questions`: off, it is ignored;
+    on, the checkpoint would be read differently, so loading it is a clear error."""
+    model = random_model(BlockDiffusionConfig.from_name("tiny"))
+    save_checkpoint(model, tmp_path, "old")
+    meta = json.loads((tmp_path / "config.json").read_text())
+    meta["config"]["isolate_questions"] = False
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    loaded, _ = load_checkpoint(tmp_path)
+    assert loaded.cfg == model.cfg
+    meta["config"]["isolate_questions"] = True
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelLoadError, match="isolate_questions"):
+        load_checkpoint(tmp_path)
 
 
 def test_base_weights_load_and_are_pinned(monkeypatch):

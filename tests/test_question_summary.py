@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import torch
 
 from decision_engine.backends.native import NativeBackend
 from decision_engine.backends.protocol import PrefixInput
 from decision_engine.cli import main
-from decision_engine.model.loader import add_question_summary, load_checkpoint, random_model, save_checkpoint
+from decision_engine.model.loader import load_checkpoint, random_model, save_checkpoint
 from decision_engine.model.transformer import BlockDiffusionConfig, question_means
 from decision_engine.training.config import TrainConfig
 
@@ -36,12 +37,15 @@ def test_means_pool_each_question_and_leave_row_zero_empty():
     assert torch.equal(means[0, 3], torch.zeros(2))  # a question that is not asked
 
 
-def test_adding_the_summary_to_a_model_changes_nothing_until_trained(vocab):
-    model = _tiny(False)
+def test_adding_the_summary_to_a_model_changes_nothing_until_trained(vocab, tmp_path):
+    save_checkpoint(_tiny(False), tmp_path / "plain", "tiny")
+    plain, _ = load_checkpoint(tmp_path / "plain")
+    unchanged = NativeBackend(plain, vocab, "tiny")
+    before = unchanged.block_logits(unchanged.encode_prefix([QUESTIONS]), BLOCK, BLOCK_SLOTS)
+    grown = replace(plain.cfg, question_summary=True)
+    model, _ = load_checkpoint(tmp_path / "plain", cfg=grown)  # built with the summary, which starts at zero
+    assert model.cfg.question_summary and model.question_summary is not None
     backend = NativeBackend(model, vocab, "tiny")
-    before = backend.block_logits(backend.encode_prefix([QUESTIONS]), BLOCK, BLOCK_SLOTS)
-    add_question_summary(model)
-    assert model.cfg.question_summary
     after = backend.block_logits(backend.encode_prefix([QUESTIONS]), BLOCK, BLOCK_SLOTS)
     assert torch.equal(before, after)
     with torch.no_grad():
@@ -95,21 +99,3 @@ def test_training_with_the_summary_learns_its_projection(tmp_path):
     start = _tiny(True, seed=TrainConfig.load("smoke").seed)  # the smoke run's initial model
     moved = (model.question_summary.weight - start.question_summary.weight.half().float()).abs().max()
     assert moved > 1e-3
-
-
-def test_isolated_questions_read_as_if_asked_alone(vocab):
-    """With isolation, changing question 2 leaves question 1's summary (and the document's states) as they were."""
-    cfg = BlockDiffusionConfig.from_name("tiny")
-    cfg.question_summary, cfg.isolate_questions = True, True
-    model = random_model(cfg, 0)
-    backend = NativeBackend(model, vocab, "tiny")
-    other = PrefixInput([*QUESTIONS.token_ids[:7], 5000, 5001, 5002, 5003, *QUESTIONS.token_ids[11:]], QUESTIONS.slot_ids)
-    a, b = backend.encode_prefix([QUESTIONS]), backend.encode_prefix([other])
-    assert torch.allclose(a.summaries[0, 1], b.summaries[0, 1], atol=1e-6)
-    assert not torch.allclose(a.summaries[0, 2], b.summaries[0, 2], atol=1e-3)
-    document = slice(12, 22)
-    assert torch.allclose(a.keys[-1][..., document, :], b.keys[-1][..., document, :], atol=1e-6)
-    cfg.isolate_questions = False
-    mixed = NativeBackend(random_model(cfg, 0), vocab, "tiny")
-    c, d = mixed.encode_prefix([QUESTIONS]), mixed.encode_prefix([other])
-    assert not torch.allclose(c.summaries[0, 1], d.summaries[0, 1], atol=1e-3)  # without it, questions mix

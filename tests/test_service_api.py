@@ -133,10 +133,13 @@ def test_bad_requests_get_400_naming_the_field(client, keys, data, field, phrase
 
 
 def test_oversized_document_and_body(sqlite_url, keys, tiny_backend):
+    from decision_engine.options import EngineOptions
     from decision_engine.validation import Limits
 
     body, _ = sample_request()
-    app = build_app(sqlite_url, tiny_backend, limits=Limits(max_document_chars=100), max_body_bytes=20_000)
+    app = build_app(
+        sqlite_url, tiny_backend, engine=EngineOptions(limits=Limits(max_document_chars=100)), max_body_bytes=20_000
+    )
     with TestClient(app) as client:
         reply = post_decision(client, body, keys["decide"])
         assert reply.status_code == 400 and reply.json()["field"] == "document.text"

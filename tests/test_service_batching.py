@@ -68,6 +68,34 @@ def test_one_refused_request_does_not_fail_the_batch(tiny_backend, monkeypatch):
     assert len(decided.answers) == len(good.questions)
 
 
+def test_an_engine_failure_fails_only_its_own_request(tiny_backend, monkeypatch):
+    """A request that breaks the shared run gets the engine's error (the service's 500); the others decide."""
+    engine = DecisionEngine(tiny_backend)
+    real_encode = tiny_backend.encode_prefix
+    broken = tiny_backend.vocab.encode("zanzibar")[0]
+
+    def encode_prefix(prefixes):
+        if any(broken in p.token_ids for p in prefixes):
+            raise MemoryError("out of memory for the test")
+        return real_encode(prefixes)
+
+    monkeypatch.setattr(tiny_backend, "encode_prefix", encode_prefix)
+    good, bad = requests(2)
+    bad.document.text = "zanzibar " + bad.document.text
+
+    async def scenario():
+        batcher = DecisionBatcher(engine, max_batch=8, max_wait_ms=50)
+        await batcher.start()
+        try:
+            return await asyncio.gather(batcher.decide(good), batcher.decide(bad), return_exceptions=True)
+        finally:
+            await batcher.stop()
+
+    decided, failed = asyncio.run(scenario())
+    assert isinstance(failed, MemoryError) and "out of memory" in str(failed)
+    assert len(decided.answers) == len(good.questions)
+
+
 def test_requests_past_the_in_flight_limit_get_429():
     release = asyncio.Event()
 

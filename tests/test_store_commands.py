@@ -38,10 +38,10 @@ def _tables(url: str) -> set[str]:
 
 def test_db_upgrade_current_check_downgrade(url, capsys):
     assert cli("db", "current", "--db", url) == 0
-    assert capsys.readouterr().out.strip() == "none (head is 0001)"
+    assert capsys.readouterr().out.strip() == "none (head is 0002)"
     assert cli("db", "upgrade", "--db", url) == 0
     assert cli("db", "current", "--db", url) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "0001 (head)"
+    assert capsys.readouterr().out.splitlines()[-1] == "0002 (head)"
     assert cli("db", "check", "--db", url) == 0
     assert "matches" in capsys.readouterr().out
     assert cli("db", "downgrade", "base", "--db", url) == 0

@@ -18,7 +18,7 @@ def test_upgrade_to_head_matches_the_models(bare_store_engine):
     assert current_revision(bare_store_engine) is None
     assert check(bare_store_engine)  # an empty database differs from the models
     upgrade(bare_store_engine)
-    assert current_revision(bare_store_engine) == head_revision() == "0001"
+    assert current_revision(bare_store_engine) == head_revision() == "0002"
     assert _tables(bare_store_engine) == set(Base.metadata.tables)
     assert check(bare_store_engine) == []
 
@@ -45,7 +45,7 @@ def test_check_reports_drift(store_engine):
 def test_check_reports_an_old_revision(store_engine):
     with store_engine.begin() as connection:
         connection.execute(sa.text("UPDATE alembic_version SET version_num = 'old'"))
-    assert check(store_engine) == ["database is at revision old, the migrations' head is 0001"]
+    assert check(store_engine) == ["database is at revision old, the migrations' head is 0002"]
 
 
 def test_a_url_config_migrates_with_its_own_engine(tmp_path):
@@ -53,7 +53,7 @@ def test_a_url_config_migrates_with_its_own_engine(tmp_path):
     command.upgrade(alembic_config(url), "head")
     engine = create_db_engine(url)
     try:
-        assert current_revision(engine) == "0001" and check(engine) == []
+        assert current_revision(engine) == "0002" and check(engine) == []
     finally:
         engine.dispose()
 
@@ -86,3 +86,35 @@ def test_processes_starting_together_migrate_one_after_another(store_url):
     assert check(engines[0]) == []
     for engine in engines:
         engine.dispose()
+
+
+def test_answer_keys_are_backfilled_from_the_values_stored_before(bare_store_engine):
+    """Revision 0002 gives answers and labels stored at 0001 their kind's key (their canonical JSON),
+    so the report still counts them; going back to 0001 drops the keys again."""
+    from decision_engine.store.database import session_factory
+    from decision_engine.store.records import ReportFilters
+    from decision_engine.store.reports import accuracy_report
+
+    upgrade(bare_store_engine, "0001")
+    now = "2024-01-01 00:00:00"
+    with bare_store_engine.begin() as connection:
+        run = lambda sql, **values: connection.execute(sa.text(sql), values)  # noqa: E731
+        run("INSERT INTO runs VALUES (1, 'r', 'm', 'v', 'joint', '', :t)", t=now)
+        run("INSERT INTO documents VALUES (1, 'sha', 3, 'abc', NULL, :t)", t=now)
+        run("INSERT INTO decision_groups VALUES ('g', 1, 1, NULL, NULL, 'h', NULL, 1, '[]', '{}', '{}', :t)", t=now)
+        for pk, kind, answer, label in ((1, "boolean", "true", "true"), (2, "integer", "true", "1")):
+            run("INSERT INTO questions VALUES (:pk, 'g', :pk, :q, 't', '{}', :kind)", pk=pk, q=f"q{pk}", kind=kind)
+            run("INSERT INTO answers VALUES (:pk, :pk, :v, 0.5, 1, NULL)", pk=pk, v=answer)
+            run("INSERT INTO labels VALUES (:pk, :pk, :v, :t)", pk=pk, v=label, t=now)
+    upgrade(bare_store_engine)
+    assert check(bare_store_engine) == []
+    with bare_store_engine.connect() as connection:
+        for table in ("answers", "labels"):
+            rows = connection.execute(sa.text(f"SELECT value_json, value_key FROM {table} ORDER BY id")).all()
+            assert [key for _, key in rows] == [value for value, _ in rows]
+    with session_factory(bare_store_engine)() as session:
+        report = accuracy_report(session, ReportFilters())
+    assert (report.questions["q1"].correct, report.questions["q2"].correct) == (1, 0)
+    downgrade(bare_store_engine, "0001")
+    columns = {c["name"] for c in sa.inspect(bare_store_engine).get_columns("answers")}
+    assert "value_key" not in columns and "value_json" in columns

@@ -84,7 +84,7 @@ def _smoke_batch(count: int):
     backend.context_tokens = cfg.context_tokens
     engine = DecisionEngine(backend)
     lines = generate_groups("train", count, seed=1)
-    examples = [e for line in lines for e in examples_from_line(engine, line, "joint")]
+    examples = [e for line in lines for e in examples_from_line(engine.prepare, line, "joint")]
     assert len(examples) == count
     return model, vocab, examples, batch_tensors(examples, vocab.pad_id, "cpu")
 
@@ -130,9 +130,9 @@ def test_constrained_loss_is_the_full_softmax_renormalised_over_allowed_tokens()
 
 
 def test_a_stage_without_its_previous_stage_is_a_clear_error(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # no runs/cpu here
-    assert main(["train", "--config", "cpu-constrained"]) == 2
-    assert "init_from runs/cpu: no checkpoint there" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # no runs/cpu-summary-more here
+    assert main(["train", "--config", "shipped"]) == 2
+    assert "init_from runs/cpu-summary-more: no checkpoint there" in capsys.readouterr().err
 
 
 def test_unknown_config_is_a_clear_error(capsys):
@@ -264,11 +264,12 @@ def test_eval_contractnli_validation_reports_the_training_majority_baseline(smok
 def test_agreement_with_fixed_answers_adds_up_over_the_labels(smoke_checkpoint, tmp_path):
     """Each answer equals exactly one of the three labels, so agreement with each, summed, is 1."""
     from decision_engine import factory
+    from decision_engine.options import EngineOptions
     from decision_engine.datasets.contractnli import LABELS
     from decision_engine.evaluation import evaluate, load_groups
 
     groups = load_groups(_contractnli_file(tmp_path), "contractnli", "all")
-    engine = factory.build_engine(str(smoke_checkpoint), "cpu", retrieval="leading")
+    engine = factory.build_engine(EngineOptions(str(smoke_checkpoint), retrieval="leading"))
     keys = {qid for g in groups for qid in g.labels}
     shares = [evaluate(engine, groups, "joint", priors={k: label for k in keys})["agrees_with_prior"] for label in LABELS]
     assert sum(shares) == pytest.approx(1.0)

@@ -44,6 +44,8 @@ class HFMaskedLMBackend:
         self.name = f"hf:{Path(folder).name}"
         self.version = getattr(model.config, "_commit_hash", None) or ""
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
+        self.context_tokens: int | None = None  # trained for no particular cap: the window limits the context
+        self.reads_documents = False  # the document is laid into the prefix as context tokens
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:
         ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)

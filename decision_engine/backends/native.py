@@ -9,7 +9,13 @@ from pathlib import Path
 import torch
 
 from ..model.loader import base_model_dir, from_base, load_checkpoint
+from ..model.reading import DocumentMemory
 from ..model.transformer import BlockDiffusionModel, PrefixState
+from ..reader.document_cache import DEFAULT_CACHE_BYTES, DocumentCache, document_key
+from ..reader.encoding import DocumentStates
+from ..reader.evidence import document_spans, pointed_spans, span_token_index
+from ..reader.windows import tokenize_document
+from ..types import Evidence
 from .protocol import PrefixInput
 from .vocabulary import Vocabulary
 
@@ -45,7 +51,14 @@ def pad_prefixes(prefixes: Sequence[PrefixInput], pad_id: int, device) -> tuple[
 class NativeBackend:
     """Runs `BlockDiffusionModel` with a real per-layer prefix KV cache."""
 
-    def __init__(self, model: BlockDiffusionModel, vocab: Vocabulary, name: str, device: str = "cpu"):
+    def __init__(
+        self,
+        model: BlockDiffusionModel,
+        vocab: Vocabulary,
+        name: str,
+        device: str = "cpu",
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
         self.model = model.to(device).eval()
         self.vocab = vocab
         self.name = name
@@ -53,11 +66,46 @@ class NativeBackend:
         self.device = torch.device(device)
         self.max_positions = model.cfg.max_positions
         self.context_tokens: int | None = None  # document-token cap the model was trained with
+        self.reads_documents = model.cfg.reads_documents
+        self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
         with torch.inference_mode():
-            return self.model.encode_prefix(ids, slots, mask)
+            if not self.reads_documents:
+                return self.model.encode_prefix(ids, slots, mask)
+            texts = [p.document or "" for p in prefixes]
+            states = [self.document_states(text) for text in texts]
+            cache = self.model.encode_prefix(ids, slots, mask, DocumentMemory.stack(states, self.device))
+            cache.documents = list(zip(texts, states))
+            return cache
+
+    def document_states(self, text: str) -> DocumentStates:
+        """The document's encoded states: from the cache, or encoded now (once per text and model version)."""
+        key = document_key(text, salt=self.version or self.name)
+        tokens = lambda: tokenize_document(self.vocab, text)  # noqa: E731 - only on a miss
+        return self.documents.get_or_compute(
+            key, lambda: self.model.encode_document_windows(tokens(), self.vocab.cls_id, self.vocab.sep_id)
+        )
+
+    def pointed_evidence(self, cache, numbers: Sequence[Sequence[int]]) -> list[dict[int, list[Evidence]]]:
+        """Per row, for each of its slot `numbers`, the spans holding most of that question's pointer mass."""
+        found = []
+        for row, ((text, states), asked) in enumerate(zip(cache.documents, numbers)):
+            spans = document_spans(text)
+            per_slot: dict[int, list[Evidence]] = {}
+            if not spans:
+                found.append(per_slot)
+                continue
+            token_span = span_token_index(spans, states.offsets)
+            for number in asked:
+                pointer = cache.pointer[row, number, : len(states)]
+                per_slot[number] = [
+                    Evidence(start=s.start, end=s.end, text=s.text, score=round(mass, 4))
+                    for s, mass in pointed_spans(text, spans, token_span, pointer)
+                ]
+            found.append(per_slot)
+        return found
 
     def block_logits(
         self,

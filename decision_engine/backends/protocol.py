@@ -13,6 +13,7 @@ from typing import Protocol
 
 import torch
 
+from ..types import Evidence
 from .vocabulary import Vocabulary
 
 
@@ -22,6 +23,7 @@ class PrefixInput:
 
     token_ids: list[int]
     slot_ids: list[int]
+    document: str | None = None  # for models that read whole documents: the text read beside the prefix
 
 
 class PrefixCache(Protocol):
@@ -34,9 +36,13 @@ class PrefixCache(Protocol):
 class DenoisingModel(Protocol):
     """A model that fills masked answer positions."""
 
-    name: str
+    name: str  # shown in responses and stored with decisions
+    version: str  # short content hash of the weights, stored with decisions; "" when there is none
     vocab: Vocabulary
+    device: torch.device  # where the model computes
     max_positions: int  # prefix plus answer block must fit in this many positions
+    context_tokens: int | None  # document-token cap the model was trained with; None: only the window limits it
+    reads_documents: bool  # True: prefixes hold only questions and the model reads `PrefixInput.document` whole
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixCache:
         """Encode prefixes once; the cache is reused by every denoising step."""
@@ -49,3 +55,10 @@ class DenoisingModel(Protocol):
         columns: torch.Tensor | None = None,  # (C,) vocabulary ids to score; None: the whole vocabulary
     ) -> torch.Tensor:
         """Logits (B, L, V), or (B, L, C) for the given vocabulary ids only, for every block position."""
+
+
+class DocumentReader(DenoisingModel, Protocol):
+    """A model that reads whole documents and can say where in them each question's answer comes from."""
+
+    def pointed_evidence(self, cache: PrefixCache, numbers: Sequence[Sequence[int]]) -> list[dict[int, list[Evidence]]]:
+        """Per cache row, for each of its slot `numbers`: the document spans its pointer weighs most, best first."""

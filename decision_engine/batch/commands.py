@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..options import EngineOptions, add_engine_arguments, add_mode_argument
 from ..store.commands import DB_HELP
 
 EXIT_FATAL = 1
@@ -36,12 +37,9 @@ def add_batch_commands(subparsers) -> None:
     batch.add_argument("--run", required=True, metavar="NAME", help="run name the decisions are stored (and resumed) under")
     batch.add_argument("--db", help=DB_HELP)
     batch.add_argument("--dataset", metavar="TAG", help="dataset tag stored with the run")
-    batch.add_argument("--mode", choices=["joint", "independent", "sequential"], help="override each request's mode")
+    add_mode_argument(batch)
     batch.add_argument("--batch-size", type=int, default=8, help="requests sharing each model call")
-    batch.add_argument("--model", help="checkpoint folder (default: the bundled model)")
-    batch.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
-    batch.add_argument("--retrieval", choices=["hybrid", "lexical", "leading"], default="lexical")
-    batch.add_argument("--max-document-chars", type=int, default=1_000_000, help="longer documents are errors")
+    add_engine_arguments(batch)
     batch.add_argument("--engine", choices=["local", "ray"], default="local", help="decide here, or on Ray actors")
     batch.add_argument("--address", help="Ray cluster address (ray://HEAD:10001 or auto); default: start Ray here")
     batch.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the Ray instance started here")
@@ -73,7 +71,6 @@ def _batch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .engine_spec import EngineSpec
     from .outputs import errors_path
     from .progress import Progress
     from .runner import BatchJob, run_batch
@@ -85,13 +82,13 @@ def _run(args: argparse.Namespace) -> int:
         raise _Fatal("--ray-cpus and --ray-actors must be at least 1")
     if args.address and args.engine != "ray":
         raise _Fatal("--address goes with --engine ray")
-    spec = EngineSpec(args.model, args.device, args.retrieval, args.max_document_chars)
-    items, total = _items(args, spec)
+    options = EngineOptions.from_args(args)
+    items, total = _items(args, options)
     job = BatchJob(Path(args.out), args.run, args.dataset, args.mode, args.batch_size)
     db_engine, session = _open_store(args.db)
     decider = None
     try:
-        decider = _decider(args, spec)
+        decider = _decider(args, options)
         progress = Progress(total)
         try:
             run_batch(items, job, decider, session, progress)
@@ -107,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_SOME_ERRORS if progress.errors else 0
 
 
-def _items(args: argparse.Namespace, spec):
+def _items(args: argparse.Namespace, options: EngineOptions):
     """The job's items (read lazily) and how many there are."""
     from .inputs import check_ids, count_lines, document_paths, load_checklist, read_documents, read_lines
 
@@ -120,39 +117,24 @@ def _items(args: argparse.Namespace, spec):
             path = Path(args.input)
             if not path.is_file():
                 raise _Fatal(f"{path}: no such file")
-            return check_ids(read_lines(path, spec.limits)), count_lines(path)
+            return check_ids(read_lines(path, options.limits)), count_lines(path)
         folder = Path(args.documents)
-        checklist = load_checklist(Path(args.checklist), spec.limits)
+        checklist = load_checklist(Path(args.checklist), options.limits)
         paths = document_paths(folder)
-        return check_ids(read_documents(folder, paths, checklist, spec.limits)), len(paths)
+        return check_ids(read_documents(folder, paths, checklist, options.limits)), len(paths)
     except OSError as error:  # InputError (a bad checklist, a missing folder) is reported by the caller
         raise _Fatal(f"cannot read {error.filename}: {error.strerror or error}") from None
 
 
 def _open_store(url: str | None):
     """An engine and a session on the store, migrated to the newest revision."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+    from ..store.database import session_factory
+    from ..store.opening import StoreOpenError, open_store
 
-    from ..store.database import create_db_engine, default_database_url, is_unavailable, session_factory
-    from ..store.migrate import current_revision, head_revision, upgrade
-
-    url = url or default_database_url()
     try:
-        shown = make_url(url).render_as_string(hide_password=True)
-        engine = create_db_engine(url)
-    except (ArgumentError, ValueError) as error:
-        raise _Fatal(f"--db: {error}") from None
-    except OSError as error:
-        raise _Fatal(f"cannot open the store at {shown}: {error}") from None
-    try:
-        if current_revision(engine) != head_revision():
-            upgrade(engine)
-    except SQLAlchemyError as error:
-        engine.dispose()
-        if not is_unavailable(error):
-            raise
-        raise _Fatal(f"cannot reach the store at {shown}: {_outage(error)}") from None
+        engine = open_store(url, migrate=True)
+    except StoreOpenError as error:
+        raise _Fatal(str(error)) from None
     return engine, session_factory(engine)()
 
 
@@ -161,19 +143,20 @@ def _outage(error: Exception) -> str:
     return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
 
 
-def _decider(args: argparse.Namespace, spec):
+def _decider(args: argparse.Namespace, options: EngineOptions):
     from ..model.loader import ModelLoadError
 
     if args.engine == "ray":
         from .ray_engine import RayDecider, RayUnavailable
 
         try:
-            return RayDecider(spec, args.address, args.ray_cpus, args.ray_actors)
+            return RayDecider(options, args.address, args.ray_cpus, args.ray_actors)
         except RayUnavailable as error:
             raise _Fatal(str(error)) from None
     from .deciding import LocalDecider
+    from .job_engine import build_job_engine
 
     try:
-        return LocalDecider(spec.build())
+        return LocalDecider(build_job_engine(options))
     except ModelLoadError as error:
         raise _Fatal(str(error)) from None

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from ..errors import RequestError
+from ..engine import Outcome
+from ..errors import EngineFailure, RequestError
+from ..options import EngineOptions
 from ..types import DecisionRequest, DecisionResponse
-from .deciding import EngineFailure, Outcome, decide_chunk, model_version
-from .engine_spec import EngineSpec
+from .job_engine import build_job_engine
 
 IN_FLIGHT_PER_ACTOR = 2  # chunks queued on each actor, so it never waits for the driver
 
@@ -28,23 +29,23 @@ class RayUnavailable(Exception):
 class ChunkDecider:
     """The body of each Ray actor: builds the engine once, then decides chunks of encoded requests."""
 
-    def __init__(self, spec: EngineSpec):
+    def __init__(self, options: EngineOptions):
         from ..model.loader import ModelLoadError
 
         self.problem: str | None = None
         try:
-            self.engine = spec.build()
+            self.engine = build_job_engine(options)
         except ModelLoadError as error:
             self.problem = str(error)
             return
-        self.version = model_version(self.engine)
+        self.version = self.engine.model.version
 
     def decide(self, payloads: list[bytes]) -> tuple[str, list[tuple]]:
         """(model version, one encoded outcome per request), or ("", [("fatal", why)]) without an engine."""
         if self.problem is not None:
             return "", [("fatal", self.problem)]
         requests = [msgspec.json.decode(payload, type=DecisionRequest) for payload in payloads]
-        return self.version, [_encode(outcome) for outcome in decide_chunk(self.engine, requests)]
+        return self.version, [_encode(outcome) for outcome in self.engine.decide_many(requests)]
 
 
 def _encode(outcome: Outcome) -> tuple:
@@ -66,7 +67,7 @@ def _decode(encoded: tuple) -> Outcome:
 class RayDecider:
     """Decides chunks on `actors` Ray actors (default: one per CPU, or per GPU with a cuda device)."""
 
-    def __init__(self, spec: EngineSpec, address: str | None = None, cpus: int = 2, actors: int | None = None):
+    def __init__(self, options: EngineOptions, address: str | None = None, cpus: int = 2, actors: int | None = None):
         try:
             import ray
         except ModuleNotFoundError:
@@ -82,11 +83,10 @@ class RayDecider:
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise RayUnavailable(f"cannot start Ray{f' at {address}' if address else ''}: {_first_line(error)}") from None
         try:
-            resource = "GPU" if spec.needs_gpu else "CPU"
-            count = actors or max(1, int(ray.cluster_resources().get(resource, 1)))
-            options = {"num_gpus": 1, "num_cpus": 1} if spec.needs_gpu else {"num_cpus": 1}
-            remote = ray.remote(**options)(ChunkDecider)
-            self.actors = [remote.remote(spec) for _ in range(count)]
+            on_gpu = options.device.startswith("cuda")
+            count = actors or max(1, int(ray.cluster_resources().get("GPU" if on_gpu else "CPU", 1)))
+            remote = ray.remote(**({"num_gpus": 1, "num_cpus": 1} if on_gpu else {"num_cpus": 1}))(ChunkDecider)
+            self.actors = [remote.remote(options) for _ in range(count)]
         except BaseException:
             ray.shutdown()
             raise

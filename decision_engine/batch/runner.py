@@ -18,11 +18,11 @@ from typing import Any, Protocol
 import msgspec
 from sqlalchemy.orm import Session
 
-from ..errors import RequestError
+from ..engine import Outcome
+from ..errors import EngineFailure, RequestError
 from ..store.recording import IdempotencyConflict, find_idempotent, load_decision, record_decision
 from ..store.records import StoredDecision
 from ..types import DecisionResponse, Mode
-from .deciding import EngineFailure, Outcome
 from .inputs import BatchItem
 from .outputs import JobFiles, error_key
 from .progress import Progress

@@ -9,6 +9,8 @@ import platform
 import sys
 from collections.abc import Sequence
 
+from ..options import EngineOptions, add_engine_arguments
+
 EXIT_INVALID = 2
 DEFAULT_GROUPS = {"cpu": 32, "cuda": 256}
 DEFAULT_SIZES = {"cpu": (1, 2, 4, 8, 16, 32), "cuda": (1, 2, 4, 8, 16, 32, 64, 128, 256)}
@@ -16,12 +18,11 @@ DEFAULT_SIZES = {"cpu": (1, 2, 4, 8, 16, 32), "cuda": (1, 2, 4, 8, 16, 32, 64, 1
 
 def add_bench_commands(sub) -> None:
     bench = sub.add_parser("bench", help="throughput and latency of joint, independent and sequential decoding")
-    bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     bench.add_argument("--json", action="store_true", help="one JSON object with the raw figures and the ratios")
     bench.add_argument(
         "--quick", action="store_true", help="batch sizes 1 (4 groups) and 8 (8 groups), cache on/off on 1 group"
     )
-    bench.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+    add_engine_arguments(bench, devices=("cpu", "cuda"))
     bench.add_argument("--groups", type=int, help="groups in the workload (default 32 on CPU, 256 on CUDA; --quick 8)")
     bench.add_argument("--batch-sizes", help="comma-separated, tried in order while groups/s improves")
     bench.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice, one per core)")
@@ -71,7 +72,7 @@ def _sizes(text: str | None, default: Sequence[int]) -> tuple[int, ...] | None:
 def _bench(args: argparse.Namespace) -> int:
     import torch
 
-    from .. import factory
+    from ..factory import build_engine
     from ..model.loader import ModelLoadError
     from .report import to_text
     from .runner import BenchConfig
@@ -92,7 +93,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        engine = factory.build_engine(args.model, args.device)
+        engine = build_engine(EngineOptions.from_args(args))
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -77,6 +77,10 @@ def finish(result: dict[str, Any], *, device: str, device_name: str, model: str,
         "workload": workload,
         **result,
         "best": {mode: best(rows) for mode, rows in result["modes"].items()},
+        "latency_cold_p50_ms": result["latency"]["cold_p50_ms"] if result.get("latency") else None,
+        "latency_warm_p50_ms": result["latency"]["warm_p50_ms"] if result.get("latency") else None,
+        # forward passes over answer blocks per eight-question group, at each mode's best batch size
+        "passes_per_group": {mode: best(rows)["steps_per_group"] for mode, rows in result["modes"].items()},
         "ratios": ratios(result),
     }
 
@@ -106,6 +110,13 @@ def to_text(report: dict[str, Any]) -> str:
             )
     lines.append("(prefix, blocks, other: ms per group spent encoding prefixes, in answer-block passes, and on the rest;"
                  " pass: ms per answer-block pass)")
+    latency = report.get("latency")
+    if latency:
+        lines += [
+            "",
+            f"one group alone ({latency['mode']}, {latency['groups']} groups): cold p50 {latency['cold_p50_ms']:.0f} ms "
+            f"(document not yet encoded), warm p50 {latency['warm_p50_ms']:.0f} ms (document cached)",
+        ]
     cache = report.get("prefix_cache")
     if cache:
         lines += [

@@ -2,7 +2,7 @@
 the prefix cache on and off, and on CUDA the Triton kernels against the PyTorch path, all on the same
 requests with one engine.
 
-Latency is per group: the wall time of the `decide_batch` call that decided it (a group waits for
+Latency is per group: the wall time of the `decide_many` call that decided it (a group waits for
 its whole batch), retrieval and layout included.
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 
 from ..backends.native import NativeBackend
 from ..engine import DecisionEngine
+from ..errors import EngineFailure
 from ..kernels.dispatch import ENV, triton_available
-from ..types import DecisionRequest
+from ..options import MODES
+from ..types import DecisionRequest, DecisionResponse
 from .time_split import TimeSplit, timing_model
 from .uncached import UncachedBackend
-
-MODES = ("joint", "independent", "sequential")
 
 
 @dataclass
@@ -32,12 +32,13 @@ class BenchConfig:
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # tried in order while groups/s keeps improving
     groups_per_size: int | None = None  # groups decided at each batch size (at least one batch); None: all
     cache_groups: int = 8  # groups decided with the prefix cache on and off
+    latency_groups: int = 8  # groups decided alone, cold and warm
     cache_batch_size: int = 1  # batch size of the cache comparison
     kernels: bool = True  # on CUDA: the Triton/PyTorch comparison and the kernel micro-benchmarks
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        return cls(batch_sizes=(1, 8), groups_per_size=4, cache_groups=1)
+        return cls(batch_sizes=(1, 8), groups_per_size=4, cache_groups=1, latency_groups=4)
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -59,7 +60,7 @@ class _Tally:
     def add(self, engine: DecisionEngine, chunk: Sequence[DecisionRequest], mode: str) -> None:
         with timing_model(engine.model) as split:
             call = time.perf_counter()
-            responses = engine.decide_batch(chunk, mode)
+            responses = decided(engine.decide_many(chunk, mode))
             seconds = time.perf_counter() - call
         self.seconds += seconds
         self.latencies.extend([seconds] * len(chunk))
@@ -89,6 +90,16 @@ class _Tally:
             "other_ms_per_group": (seconds - split.prefix_s - split.block_s) * per_group,
             "ms_per_block_pass": split.block_s * 1e3 / split.block_calls if split.block_calls else 0.0,
         }
+
+
+def decided(outcomes: Sequence) -> list[DecisionResponse]:
+    """The responses of a workload that must decide whole; a refusal or failure stops the benchmark."""
+    for outcome in outcomes:
+        if isinstance(outcome, EngineFailure):
+            raise RuntimeError(f"the benchmark workload did not decide: {outcome.reason}")
+        if not isinstance(outcome, DecisionResponse):
+            raise RuntimeError(f"the benchmark workload did not decide: {outcome}")
+    return list(outcomes)
 
 
 def measure_modes(
@@ -164,11 +175,15 @@ def run_bench(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> dict[str, Any]:
     """Raw figures of one benchmark run (see `report.finish` for the ratios and the run's metadata)."""
-    device = getattr(engine.model, "device", None)
-    cuda = device is not None and device.type == "cuda"
-    engine.decide_batch(requests[:1], "joint")  # warm-up: first allocations, tokenizer and retrieval caches
+    device = engine.model.device
+    cuda = device.type == "cuda"
+    decided(engine.decide_many(requests[:1], "joint"))  # warm-up: first allocations, tokenizer and retrieval caches
     result: dict[str, Any] = {"modes": {}, "prefix_cache": None, "triton_vs_torch": None, "kernels": None}
     result["modes"] = sweep(engine, requests, MODES, config.batch_sizes, log, config.groups_per_size)
+    from .latency_split import cold_and_warm
+
+    result["latency"] = cold_and_warm(engine, requests[: config.latency_groups])
+    log(f"one group alone: cold p50 {result['latency']['cold_p50_ms']:.0f} ms, warm p50 {result['latency']['warm_p50_ms']:.0f} ms")
 
     if isinstance(engine.model, NativeBackend):
         subset = requests[: config.cache_groups]

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..backends.protocol import DenoisingModel
+
 
 @dataclass
 class TimeSplit:
@@ -19,11 +21,11 @@ class TimeSplit:
 
 
 @contextlib.contextmanager
-def timing_model(model: object) -> Iterator[TimeSplit]:
+def timing_model(model: DenoisingModel) -> Iterator[TimeSplit]:
     """Within the block, calls to `model.encode_prefix` and `model.block_logits` add their wall time
     to the yielded split (on CUDA after synchronising, so the time is the device's)."""
     split = TimeSplit()
-    on_cuda = torch.device(getattr(model, "device", "cpu")).type == "cuda"
+    on_cuda = torch.device(model.device).type == "cuda"
 
     def timed(call, add):
         def wrapper(*args, **kwargs):

@@ -14,6 +14,8 @@ import torch
 
 from ..backends.native import NativeBackend, pad_prefixes
 from ..backends.protocol import PrefixInput
+from ..model.reading import DocumentMemory
+from ..reader.windows import tokenize_document
 
 
 @dataclass
@@ -23,10 +25,12 @@ class PrefixTokens:
     ids: torch.Tensor  # (B, T)
     slots: torch.Tensor  # (B, T)
     mask: torch.Tensor  # (B, T) True on real tokens
+    documents: list[str] | None = None  # per row, the text a reading model reads (encoded again every step)
 
     def select(self, rows: Sequence[int]) -> PrefixTokens:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.ids.device)
-        return PrefixTokens(*(t.index_select(0, index) for t in (self.ids, self.slots, self.mask)))
+        tensors = (t.index_select(0, index) for t in (self.ids, self.slots, self.mask))
+        return PrefixTokens(*tensors, None if self.documents is None else [self.documents[r] for r in rows])
 
 
 class UncachedBackend:
@@ -37,11 +41,28 @@ class UncachedBackend:
         self.vocab = inner.vocab
         self.name = inner.name
         self.version = inner.version
+        self.device = inner.device
         self.max_positions = inner.max_positions
         self.context_tokens = inner.context_tokens
+        self.reads_documents = inner.reads_documents
+
+    def _read(self, cache: PrefixTokens):
+        """A reading model's prefix state over freshly encoded documents (nothing cached)."""
+        model, vocab = self.inner.model, self.vocab
+        states = [
+            model.encode_document_windows(tokenize_document(vocab, text), vocab.cls_id, vocab.sep_id) for text in cache.documents
+        ]
+        prefix = model.encode_prefix(cache.ids, cache.slots, cache.mask, DocumentMemory.stack(states, self.device))
+        prefix.documents = list(zip(cache.documents, states))
+        return prefix
+
+    def pointed_evidence(self, cache: PrefixTokens, numbers):
+        with torch.inference_mode():
+            return self.inner.pointed_evidence(self._read(cache), numbers)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixTokens:
-        return PrefixTokens(*pad_prefixes(prefixes, self.vocab.pad_id, self.inner.device))
+        documents = [p.document or "" for p in prefixes] if self.reads_documents else None
+        return PrefixTokens(*pad_prefixes(prefixes, self.vocab.pad_id, self.inner.device), documents)
 
     def block_logits(
         self,
@@ -52,6 +73,9 @@ class UncachedBackend:
     ) -> torch.Tensor:
         model, device = self.inner.model, self.inner.device
         with torch.inference_mode():
-            prefix = model.encode_prefix(cache.ids, cache.slots, cache.mask)
+            if cache.documents is None:
+                prefix = model.encode_prefix(cache.ids, cache.slots, cache.mask)
+            else:  # no document cache either: every step encodes each document again
+                prefix = self._read(cache)
             hidden = model.block_hidden(prefix, block_ids.to(device), block_slots.to(device))
             return model.logits(hidden, None if columns is None else columns.to(device))

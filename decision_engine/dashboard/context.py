@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
+from ..kinds import kind_of, same_answer
 from ..rules import RuleSet
 from ..store.recording import load_decision
 from ..types import Answer, AnswerSchema, Rule
-from ..values import kind, value_problem
 from . import queries
 from .charts import bar_chart, reliability_diagram
 from .formatting import value_text
@@ -88,12 +88,11 @@ def run_page(session: Session, run_id: int, group_limit: int = 50) -> dict:
 
 
 def _axis(schema: AnswerSchema | None, seen: set[str]) -> list[str]:
-    """Confusion axis: the schema's choices in their order, then any other value seen."""
+    """Confusion axis: the schema's values in their order and text form, then any other value seen."""
     declared: list[str] = []
-    if schema is not None and kind(schema) == "boolean":
-        declared = ["true", "false"]
-    elif schema is not None and schema.enum:
-        declared = list(schema.enum)
+    if schema is not None:
+        kind = kind_of(schema)
+        declared = [kind.text(v) for v in kind.enumerated_values(schema) or []]
     return declared + sorted(seen - set(declared))
 
 
@@ -232,12 +231,11 @@ def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> list[dict]:
     return pieces
 
 
-def _status(answer: Answer | None, question_id: str, labels: dict) -> str:
-    """right, wrong or unlabelled, as the store compares them (True is not 1)."""
+def _status(answer: Answer | None, schema: AnswerSchema, question_id: str, labels: dict) -> str:
+    """right, wrong or unlabelled, as the store's report counts them (`same_answer`: True is not 1)."""
     if question_id not in labels:
         return "unlabelled"
-    label = labels[question_id]
-    right = answer is not None and type(answer.value) is type(label) and answer.value == label
+    right = answer is not None and same_answer(schema, answer.value, labels[question_id])
     return "right" if right else "wrong"
 
 
@@ -260,12 +258,12 @@ def decision_page(session: Session, decision_id: str) -> dict:
             {
                 "id": question.id,
                 "text": question.text,
-                "kind": kind(question.schema),
+                "kind": kind_of(question.schema).name,
                 "answer": None if answer is None else answer.value,
                 "confidence": None if answer is None else answer.confidence,
                 "step": None if answer is None else answer.step,
                 "label": label,
-                "status": _status(answer, question.id, stored.labels),
+                "status": _status(answer, question.schema, question.id, stored.labels),
                 "evidence": [
                     {"start": e.start, "end": e.end, "text": e.text} for e in (answer.evidence or [] if answer else [])
                 ],
@@ -273,7 +271,7 @@ def decision_page(session: Session, decision_id: str) -> dict:
         )
     values = [answers[q.id].value for q in stored.questions if q.id in answers]
     checkable = len(values) == len(stored.questions) and all(
-        value_problem(q.schema, v) is None for q, v in zip(stored.questions, values)
+        kind_of(q.schema).value_problem(q.schema, v) is None for q, v in zip(stored.questions, values)
     )
     broken: set[int] = set()
     if checkable and stored.rules:

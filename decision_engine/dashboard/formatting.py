@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from .. import kinds
+
 NONE = "–"  # shown where a number is undefined (no labels, no timings)
 
 
@@ -30,11 +32,9 @@ def minute(moment: dt.datetime | None) -> str:
     return NONE if moment is None else moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def value_text(value: object) -> str:
-    """An answer or label as the report keys it: true, false, 42, Entailment."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return NONE if value is None else str(value)
+def value_text(value: object, kind: str | None = None) -> str:
+    """An answer or label as the report keys it: true, false, 42, Entailment (in `kind`'s text form, when named)."""
+    return NONE if value is None else kinds.value_text(value, kind)
 
 
 FILTERS = {"score": score, "signed": signed, "rate": rate, "when": when, "minute": minute, "value": value_text}

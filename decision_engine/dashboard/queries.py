@@ -10,21 +10,15 @@ from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
+from ..kinds import kind_of
 from ..rules import RuleSet
 from ..store import schema as db
+from ..store.moments import as_utc
 from ..store.records import AccuracyReport, ReportFilters
 from ..store.reports import accuracy_report, all_correct, answer_is_right, fully_labelled, group_scores
 from ..types import AnswerSchema, Rule, Value
-from ..values import value_problem
 
 CALIBRATION_BINS = 10  # equal-width confidence bins over [0, 1]
-
-
-def _utc(moment: dt.datetime | None) -> dt.datetime | None:
-    """SQLite gives naive times; every stored time is UTC."""
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -135,8 +129,8 @@ def run_summaries(session: Session, run_id: int | None = None) -> list[RunSummar
             questions_correct=int(correct or 0),
             timed_groups=int(timed or 0),
             total_ms=None if total_ms is None else float(total_ms),
-            first=_utc(first),
-            last=_utc(last),
+            first=as_utc(first),
+            last=as_utc(last),
         )
         for run, groups, first, last, timed, total_ms, labelled_groups, correct_groups, labelled, correct in rows
     ]
@@ -164,7 +158,7 @@ class Integrity:
 def integrity(session: Session, run_id: int | None = None) -> dict[int, Integrity]:
     """Per run id: invalid answers and broken rules, found by re-running the schema and rule checks.
 
-    These are not SQL aggregates: the checks are the library's (`value_problem`, `RuleSet`), so
+    These are not SQL aggregates: the checks are the library's (each kind's `value_problem`, `RuleSet`), so
     each group's answers are streamed once. Groups with an invalid answer are not rule-checked.
     """
     query = (
@@ -193,7 +187,7 @@ def integrity(session: Session, run_id: int | None = None) -> dict[int, Integrit
                 schemas[row.schema] = msgspec.json.decode(row.schema, type=AnswerSchema)
         group_schemas = [schemas[row.schema] for row in rows]
         answered = [(s, msgspec.json.decode(r.value_json)) for s, r in zip(group_schemas, rows) if r.value_json]
-        bad = sum(value_problem(s, v) is not None for s, v in answered)
+        bad = sum(kind_of(s).value_problem(s, v) is not None for s, v in answered)
         invalid[run] = invalid.get(run, 0) + bad
         if bad or len(answered) < len(rows) or rules_json == "[]":
             return
@@ -230,7 +224,7 @@ def question_schema(session: Session, run_id: int, question_id: str) -> AnswerSc
 
 @dataclass(frozen=True)
 class WrongAnswer:
-    """A labelled answer that differs from its label."""
+    """A labelled answer that is not the same answer as its label (their answer keys differ)."""
 
     group_id: str
     external_id: str | None
@@ -245,7 +239,7 @@ def wrong_answers(session: Session, run_id: int, question_id: str, limit: int = 
     condition = (
         db.DecisionGroup.run_id == run_id,
         db.Question.question_id == question_id,
-        db.Label.value_json != db.Answer.value_json,
+        db.Label.value_key != db.Answer.value_key,
     )
     base = (
         select()
@@ -272,7 +266,7 @@ def wrong_answers(session: Session, run_id: int, question_id: str, limit: int = 
         WrongAnswer(
             group_id=group_id,
             external_id=external_id,
-            created_at=_utc(created_at),
+            created_at=as_utc(created_at),
             answer=msgspec.json.decode(answer_json),
             label=msgspec.json.decode(label_json),
             confidence=confidence,
@@ -355,7 +349,7 @@ def latest_groups(session: Session, run_id: int, limit: int = 50) -> list[GroupR
         .limit(limit)
     ).all()
     return [
-        GroupRow(group_id, external_id, title, _utc(created), int(n), int(labelled), int(right or 0))
+        GroupRow(group_id, external_id, title, as_utc(created), int(n), int(labelled), int(right or 0))
         for group_id, external_id, title, created, n, labelled, right in rows
     ]
 

@@ -7,18 +7,20 @@ from pathlib import Path
 
 from litestar import Request, Router, get, post
 from litestar.connection import ASGIConnection
-from litestar.datastructures import ResponseHeader, State
+from litestar.datastructures import ResponseHeader
 from litestar.handlers.base import BaseRouteHandler
 from litestar.params import FromPath, FromQuery
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 
+from ..service.resources import SessionsDep, SettingsDep, StoreDep, resources_of
+from ..service.store_gateway import StoreGateway
 from ..store.keys import allows, scope_of
 from ..store.recording import DecisionNotFound
 from . import context
 from .formatting import FILTERS
-from .session import COOKIE, cleared_cookie, session_cookie, sessions_of
+from .session import COOKIE, DashboardSessions, cleared_cookie, session_cookie
 
 TEMPLATES = Path(__file__).parent / "templates"
 HOME = "/dashboard"
@@ -63,14 +65,13 @@ def _https(connection: ASGIConnection) -> bool:
     return connection.url.scheme == "https"
 
 
-async def _signed_in_key(connection: ASGIConnection) -> int | None:
+async def _signed_in_key(connection: ASGIConnection, store: StoreGateway, sessions: DashboardSessions) -> int | None:
     """The key id of the request's live session whose key is still unrevoked and may read."""
-    sessions = sessions_of(connection.app)
     session_id = connection.cookies.get(COOKIE)
     key_id = sessions.key_id(session_id)
     if key_id is None:
         return None
-    scope = await connection.app.state.store.query(scope_of, key_id)
+    scope = await store.query(scope_of, key_id)
     if scope is None or not allows(scope, "read"):
         sessions.close(session_id)
         return None
@@ -80,39 +81,43 @@ async def _signed_in_key(connection: ASGIConnection) -> int | None:
 async def signed_in(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """Guard: with auth on, only a signed-in session with a read (or admin) key sees the pages."""
     connection.state.dashboard_key_id = None
-    if not connection.app.state.settings.auth:
+    resources = resources_of(connection.app)  # guards are not given dependencies
+    if not resources.settings.auth:
         return
-    key_id = await _signed_in_key(connection)
+    key_id = await _signed_in_key(connection, resources.provide_store(), resources.dashboard_sessions)
     if key_id is None:
         query = connection.url.query
         raise SignInRequired(connection.url.path + (f"?{query}" if query else ""))
     connection.state.dashboard_key_id = key_id
 
 
-def _render(request: Request, template: str, page: dict, status_code: int = 200) -> Template:
+def _render(request: Request, auth: bool, template: str, page: dict, status_code: int = 200) -> Template:
     """The page's context plus what the frame needs: whether auth is on and who is signed in."""
-    frame = {"auth": request.app.state.settings.auth, "key_id": getattr(request.state, "dashboard_key_id", None)}
+    frame = {"auth": auth, "key_id": getattr(request.state, "dashboard_key_id", None)}
     return Template(template_name=template, context={**page, **frame}, status_code=status_code)
 
 
 @get("/", name="dashboard")
-async def overview_page(request: Request, state: State) -> Template:
-    return _render(request, "overview.html.j2", await state.store.query(context.overview))
+async def overview_page(request: Request, settings: SettingsDep, store: StoreDep) -> Template:
+    return _render(request, settings.auth, "overview.html.j2", await store.query(context.overview))
 
 
 @get("/runs/{run_id:int}")
-async def run_page(run_id: FromPath[int], request: Request, state: State) -> Template:
-    return _render(request, "run.html.j2", await state.store.query(context.run_page, run_id))
+async def run_page(run_id: FromPath[int], request: Request, settings: SettingsDep, store: StoreDep) -> Template:
+    return _render(request, settings.auth, "run.html.j2", await store.query(context.run_page, run_id))
 
 
 @get("/runs/{run_id:int}/questions/{question_id:str}")
-async def question_page(run_id: FromPath[int], question_id: FromPath[str], request: Request, state: State) -> Template:
-    return _render(request, "question.html.j2", await state.store.query(context.question_page, run_id, question_id))
+async def question_page(
+    run_id: FromPath[int], question_id: FromPath[str], request: Request, settings: SettingsDep, store: StoreDep
+) -> Template:
+    page = await store.query(context.question_page, run_id, question_id)
+    return _render(request, settings.auth, "question.html.j2", page)
 
 
 @get("/runs/{run_id:int}/calibration")
-async def calibration_page(run_id: FromPath[int], request: Request, state: State) -> Template:
-    return _render(request, "calibration.html.j2", await state.store.query(context.calibration_page, run_id))
+async def calibration_page(run_id: FromPath[int], request: Request, settings: SettingsDep, store: StoreDep) -> Template:
+    return _render(request, settings.auth, "calibration.html.j2", await store.query(context.calibration_page, run_id))
 
 
 def _run_id(value: str | None) -> int | None:
@@ -121,14 +126,21 @@ def _run_id(value: str | None) -> int | None:
 
 @get("/compare")
 async def compare_page(
-    request: Request, state: State, a: FromQuery[str | None] = None, b: FromQuery[str | None] = None
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    a: FromQuery[str | None] = None,
+    b: FromQuery[str | None] = None,
 ) -> Template:
-    return _render(request, "compare.html.j2", await state.store.query(context.compare_page, _run_id(a), _run_id(b)))
+    page = await store.query(context.compare_page, _run_id(a), _run_id(b))
+    return _render(request, settings.auth, "compare.html.j2", page)
 
 
 @get("/decisions/{decision_id:str}")
-async def decision_page(decision_id: FromPath[str], request: Request, state: State) -> Template:
-    return _render(request, "decision.html.j2", await state.store.query(context.decision_page, decision_id))
+async def decision_page(
+    decision_id: FromPath[str], request: Request, settings: SettingsDep, store: StoreDep
+) -> Template:
+    return _render(request, settings.auth, "decision.html.j2", await store.query(context.decision_page, decision_id))
 
 
 def _to_sign_in(_: Request, error: SignInRequired) -> Redirect:
@@ -137,26 +149,35 @@ def _to_sign_in(_: Request, error: SignInRequired) -> Redirect:
 
 def _not_found(request: Request, error: Exception) -> Template:
     problem = f"no decision with id {error}" if isinstance(error, DecisionNotFound) else str(error)
-    return _render(request, "problem.html.j2", {"title": "Not found", "problem": problem}, status_code=404)
+    auth = resources_of(request.app).settings.auth  # exception handlers are not given dependencies
+    return _render(request, auth, "problem.html.j2", {"title": "Not found", "problem": problem}, status_code=404)
 
 
 @get("/login")
-async def sign_in_page(request: Request, state: State, next: FromQuery[str | None] = None) -> Template | Redirect:
+async def sign_in_page(
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    dashboard_sessions: SessionsDep,
+    next: FromQuery[str | None] = None,
+) -> Template | Redirect:
     page = _local(next)
-    if not state.settings.auth or await _signed_in_key(request) is not None:
+    if not settings.auth or await _signed_in_key(request, store, dashboard_sessions) is not None:
         return Redirect(page, status_code=303)
-    return _render(request, "login.html.j2", {"title": "Sign in", "next": page, "problem": None})
+    return _render(request, settings.auth, "login.html.j2", {"title": "Sign in", "next": page, "problem": None})
 
 
 @post("/login", status_code=303)
-async def sign_in(request: Request, state: State) -> Template | Redirect:
+async def sign_in(
+    request: Request, settings: SettingsDep, store: StoreDep, dashboard_sessions: SessionsDep
+) -> Template | Redirect:
     """The only POST: checks the key, opens a session and sets its cookie (the key itself is not kept)."""
     form = await request.form()
     page = _local(form.get("next"))
-    if not state.settings.auth:
+    if not settings.auth:
         return Redirect(page, status_code=303)
     key = str(form.get("key") or "").strip()
-    identity = await state.store.authenticate(key) if key else None
+    identity = await store.authenticate(key) if key else None
     if identity is None or not allows(identity.scope, "read"):
         problem = (
             "unknown or revoked key"
@@ -164,14 +185,15 @@ async def sign_in(request: Request, state: State) -> Template | Redirect:
             else f"this key has scope {identity.scope!r}; the dashboard needs a read or admin key"
         )
         status = 401 if identity is None else 403
-        return _render(request, "login.html.j2", {"title": "Sign in", "next": page, "problem": problem}, status)
-    session_id = sessions_of(request.app).open(identity.id)
+        login = {"title": "Sign in", "next": page, "problem": problem}
+        return _render(request, settings.auth, "login.html.j2", login, status)
+    session_id = dashboard_sessions.open(identity.id)
     return Redirect(page, status_code=303, cookies=[session_cookie(session_id, _https(request))])
 
 
 @get("/logout")
-async def sign_out(request: Request) -> Redirect:
-    sessions_of(request.app).close(request.cookies.get(COOKIE))
+async def sign_out(request: Request, dashboard_sessions: SessionsDep) -> Redirect:
+    dashboard_sessions.close(request.cookies.get(COOKIE))
     return Redirect(SIGN_IN, status_code=303, cookies=[cleared_cookie(_https(request))])
 
 

@@ -47,13 +47,6 @@ class DashboardSessions:
         self._sessions.pop(session_id or "", None)
 
 
-def sessions_of(app) -> DashboardSessions:
-    """The app's session table, made on first use."""
-    if "dashboard_sessions" not in app.state:
-        app.state.dashboard_sessions = DashboardSessions()
-    return app.state.dashboard_sessions
-
-
 def session_cookie(session_id: str, secure: bool) -> Cookie:
     return Cookie(
         key=COOKIE,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..retrieval.coverage import evidence_recall as ranges_recall
 from ..retrieval.spans import Span
 from ..types import MAX_QUESTIONS
 
@@ -111,15 +112,4 @@ def to_requests(
 
 def evidence_recall(gold: Sequence[tuple[int, int]], selected: Sequence[Span]) -> tuple[int, int]:
     """(covered, total): gold ranges with at least half their characters inside the selected spans."""
-    ranges: list[list[int]] = []
-    for a, b in sorted((s.start, s.end) for s in selected):
-        if ranges and a <= ranges[-1][1]:
-            ranges[-1][1] = max(ranges[-1][1], b)  # overlapping spans count once
-        else:
-            ranges.append([a, b])
-    covered = 0
-    for start, end in gold:
-        inside = sum(max(0, min(end, b) - max(start, a)) for a, b in ranges)
-        if end > start and 2 * inside >= end - start:
-            covered += 1
-    return covered, len(gold)
+    return ranges_recall(gold, [(s.start, s.end) for s in selected])

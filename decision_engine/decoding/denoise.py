@@ -52,6 +52,7 @@ class Block:
     positions: list[tuple[int, int]] = field(default_factory=list)  # (slot, position) per block position
     last_logits: torch.Tensor | None = None  # (L, C) of the last step, over `last_columns`
     last_columns: Columns | None = None
+    pointed: dict[int, list] = field(default_factory=dict)  # slot number -> evidence a reading model points at
 
     def __post_init__(self):
         spaces = self.group.constraints.spaces
@@ -199,6 +200,9 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
     if not live:
         return
     cache = model.encode_prefix([blocks[i].prefix for i in live])
+    if model.reads_documents:
+        for i, found in zip(live, model.pointed_evidence(cache, [blocks[i].numbers for i in live])):
+            blocks[i].pointed = found
     cached = list(live)  # block index of each cache row
     while True:
         active = [i for i in live if blocks[i].open_positions() and blocks[i].steps < blocks[i].group.max_steps]

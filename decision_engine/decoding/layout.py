@@ -1,15 +1,25 @@
 """Answer-slot layout: the prefix (questions, each marked with its slot index, then the document
-context) and the answer block (the concatenation of the slots, every position masked)."""
+context) and the answer block (the concatenation of the slots, every position masked).
+
+`lay_out` is the whole step from a request to its blocks, a pure function of the request and the
+model's vocabulary and window: the engine, training and evaluation all lay requests out with it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
-from ..types import Evidence
+from ..errors import RequestError
+from ..rules import RuleSet
+from ..types import DecisionRequest, Evidence, Mode
+from ..validation import Limits, validate_request
+from .constraints import GroupConstraints
+from .denoise import Block, GroupRun
+from .slot_space import build_space
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -82,3 +92,94 @@ def build_prefix(
     ids.append(vocab.sep_id)
     slots.append(0)
     return PrefixInput(ids, slots)
+
+
+@dataclass
+class Layout:
+    """A request laid out for denoising: its group run (slot spaces, rules, threshold), its blocks,
+    and per question the evidence found and the document characters its block shows."""
+
+    request: DecisionRequest
+    mode: Mode
+    group: GroupRun
+    rules: RuleSet
+    blocks: list[Block]
+    evidence: list[list[Evidence]]  # per question, best first
+    shown_ranges: list[list[tuple[int, int]]]  # per question, the document characters its block shows
+
+
+def lay_out(
+    request: DecisionRequest,
+    mode: Mode,
+    vocab: Vocabulary,
+    context: ContextBuilder,
+    max_positions: int,
+    context_tokens: int | None = None,
+    limits: Limits = Limits(),
+    reads_documents: bool = False,
+) -> Layout:
+    """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
+
+    `max_positions` is the model's window; `context_tokens` the document-token cap it was trained with
+    (a request's own `options.context_tokens` wins). With `reads_documents` the prefixes hold only the
+    questions and each names the document, which the model reads whole (up to `READ_CHARS`).
+    Raises RequestError for a request that cannot be laid out.
+    """
+    validate_request(request, limits)
+    rules = RuleSet.compile([q.schema for q in request.questions], [q.id for q in request.questions], request.rules)
+    spaces = [
+        build_space(q.schema, vocab, rules.classes[i], f"questions[{i}].schema") for i, q in enumerate(request.questions)
+    ]
+    options = request.options
+    cap = options.context_tokens or context_tokens
+    lengths = [s.length for s in spaces]
+    max_steps = options.max_steps or (sum(lengths) if mode != "independent" else max(lengths))
+    group = GroupRun(GroupConstraints(spaces, rules), options.threshold, max_steps)
+    texts = [q.text for q in request.questions]
+    questions = question_tokens(vocab, texts)
+    document = request.document.text
+    slots = list(range(len(spaces)))
+
+    def budget(asked: list[list[int]], block_len: int) -> int:
+        try:
+            return context_budget(vocab, max_positions, asked, block_len, cap)
+        except ValueError as error:
+            raise RequestError("questions", f"{error} (the model holds {max_positions} tokens)") from None
+
+    if reads_documents:
+        return _lay_out_read(request, mode, vocab, group, rules, questions, lengths, budget)
+    if mode == "independent":
+        blocks, evidence, shown = [], [], []
+        for s in slots:
+            choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
+            blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], choice.token_ids)))
+            evidence.extend(choice.evidence)
+            shown.append(list(choice.ranges))
+    else:
+        choice = context(document, texts, budget(questions, sum(lengths)))
+        evidence, shown = choice.evidence, [list(choice.ranges)] * len(slots)
+        prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids)
+        blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
+    return Layout(request, mode, group, rules, blocks, evidence, shown)
+
+
+READ_CHARS = 200_000  # a model that reads whole documents reads this many characters; past it, the leading ones
+
+
+def _lay_out_read(request, mode, vocab, group, rules, questions, lengths, budget) -> Layout:
+    """Question-only prefixes that name the document: a reading model attends to all of it."""
+    document = request.document.text[:READ_CHARS]
+    slots = list(range(len(questions)))
+    shown = [[(0, len(document))] for _ in slots]
+    evidence: list[list[Evidence]] = [[] for _ in slots]  # filled from the model's pointer once decided
+    if mode == "independent":
+        blocks = []
+        for s in slots:
+            budget([questions[s]], lengths[s])  # the question and its slot must fit the window
+            prefix = replace(build_prefix(vocab, [(1, questions[s])], []), document=document)
+            blocks.append(Block(group, [s], [1], prefix))
+    else:
+        budget(questions, sum(lengths))
+        prefix = replace(build_prefix(vocab, [(s + 1, questions[s]) for s in slots], []), document=document)
+        blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
+    return Layout(request, mode, group, rules, blocks, evidence, shown)

@@ -1,4 +1,4 @@
-"""Which token sequences an answer slot may hold, for each schema type.
+"""Which token sequences an answer slot may hold: the spaces answer kinds build their slots from.
 
 A slot is a fixed number of positions. A pattern gives, per position, the committed
 token id or None while it is still masked. Every space answers two questions for a
@@ -13,14 +13,16 @@ import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
-from ..rules import SlotClasses
 from ..types import AnswerSchema, Value
-from ..values import date_bounds, kind
+
+if TYPE_CHECKING:
+    from ..rules import SlotClasses  # rules reads the kinds, which build their spaces from this module
 
 Pattern = Sequence[int | None]
 
@@ -235,24 +237,27 @@ class DateSpace(SlotSpace):
         return [self.digit_ids[int(c)] for c in value.replace("-", "")]
 
 
-def build_space(schema: AnswerSchema, vocab: Vocabulary, classes: SlotClasses, field: str) -> SlotSpace:
-    """The slot space of a validated schema; `field` names the schema in errors."""
-    k = kind(schema)
-    if k == "integer":
-        return IntegerSpace(schema.minimum, schema.maximum, vocab, classes)
-    if k == "date":
-        return DateSpace(*date_bounds(schema), vocab, classes)
-    if k == "boolean":
-        return ChoiceSpace([True, False], [vocab.yes_ids, vocab.no_ids], vocab.pad_id, classes)
-    sequences = [tuple(vocab.encode(choice)) for choice in schema.enum]
+def choice_space(
+    values: Sequence[Value], texts: Sequence[str], vocab: Vocabulary, classes: SlotClasses, field: str
+) -> ChoiceSpace:
+    """A slot choosing one of `values`, each written as the tokens of its text; `field` names the
+    choices in errors (`field[i]` for the i-th)."""
+    sequences = [tuple(vocab.encode(text)) for text in texts]
     seen: dict[tuple[int, ...], int] = {}
     for i, seq in enumerate(sequences):
         if not seq:
-            raise RequestError(f"{field}.enum[{i}]", "the model's tokenizer reads this choice as empty")
+            raise RequestError(f"{field}[{i}]", "the model's tokenizer reads this choice as empty")
         if seq in seen:
             raise RequestError(
-                f"{field}.enum[{i}]",
-                f"{schema.enum[i]!r} and {schema.enum[seen[seq]]!r} look the same to the model's tokenizer",
+                f"{field}[{i}]",
+                f"{texts[i]!r} and {texts[seen[seq]]!r} look the same to the model's tokenizer",
             )
         seen[seq] = i
-    return ChoiceSpace(list(schema.enum), sequences, vocab.pad_id, classes)
+    return ChoiceSpace(list(values), sequences, vocab.pad_id, classes)
+
+
+def build_space(schema: AnswerSchema, vocab: Vocabulary, classes: SlotClasses, field: str) -> SlotSpace:
+    """The slot space of a validated schema, as its answer kind builds it; `field` names the schema in errors."""
+    from ..kinds import kind_of  # here, not at the top: the kinds import this module's spaces
+
+    return kind_of(schema).space(schema, vocab, classes, field)

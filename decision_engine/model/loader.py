@@ -81,29 +81,38 @@ def extend_positions(weight: torch.Tensor, target: int) -> torch.Tensor:
     return resized[0].T.contiguous()
 
 
-def lengthen_positions(model: BlockDiffusionModel, target: int) -> None:
-    """Give a trained `model` `target` positions, its position embeddings interpolated to that length."""
-    weight = extend_positions(model.embed.position.weight.detach(), target)
-    model.embed.position = torch.nn.Embedding.from_pretrained(weight, freeze=False)
-    model.cfg.max_positions = target
+def model_class(cfg: BlockDiffusionConfig) -> type[BlockDiffusionModel]:
+    """The model a config builds: the reading model when it reads whole documents."""
+    if cfg.reads_documents:
+        from .reading import ReadingModel
+
+        return ReadingModel
+    return BlockDiffusionModel
 
 
-def add_question_summary(model: BlockDiffusionModel) -> None:
-    """Give a trained `model` the question-summary input of its answer positions, starting at zero."""
-    from .transformer import question_summary_layer
+def document_encoder_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The base encoder's embeddings and layers once more, as the reading model's frozen document encoder."""
+    return {f"document_{k}": v for k, v in state.items() if k.startswith(("embed.", "layers."))}
 
-    if model.question_summary is None:
-        model.question_summary = question_summary_layer(model.cfg.hidden)
-        model.cfg.question_summary = True
+
+def frozen_document_keys(model: BlockDiffusionModel) -> list[str]:
+    """State keys of a reading model's document encoder: never trained, so loaded from the base package."""
+    return [
+        k
+        for k in model.state_dict()
+        if k.startswith(("document_embed.", "document_layers.")) and not k.startswith("document_embed.slot.")
+    ]
 
 
 def from_base(cfg: BlockDiffusionConfig | None = None, seed: int = 0) -> BlockDiffusionModel:
     """A model initialised from the base encoder; head and slot embeddings fresh (seeded)."""
     cfg = cfg or BlockDiffusionConfig.from_name("minilm-l6")
     torch.manual_seed(seed)
-    model = BlockDiffusionModel(cfg)
+    model = model_class(cfg)(cfg)
     state = base_state_dict()
     state["embed.position.weight"] = extend_positions(state["embed.position.weight"], cfg.max_positions)
+    if cfg.reads_documents:
+        state.update(document_encoder_names(base_state_dict()))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected:
         raise ModelLoadError(f"unexpected base weights: {unexpected[:3]}")
@@ -113,7 +122,7 @@ def from_base(cfg: BlockDiffusionConfig | None = None, seed: int = 0) -> BlockDi
 def random_model(cfg: BlockDiffusionConfig, seed: int = 0) -> BlockDiffusionModel:
     """A randomly initialised model (tests, smoke runs)."""
     torch.manual_seed(seed)
-    model = BlockDiffusionModel(cfg)
+    model = model_class(cfg)(cfg)
     for p in model.parameters():
         if p.dim() > 1:
             torch.nn.init.normal_(p, std=0.02)
@@ -140,18 +149,46 @@ def save_checkpoint(
     save_file(state, str(folder / "model.safetensors"))
 
 
-def load_checkpoint(folder: Path, device: str = "cpu") -> tuple[BlockDiffusionModel, dict]:
-    """A model saved by `save_checkpoint`, and its metadata."""
+def checkpoint_config(folder: Path) -> tuple[BlockDiffusionConfig, dict]:
+    """The config a checkpoint folder was saved with, and its metadata."""
     config_path, weights_path = folder / "config.json", folder / "model.safetensors"
     if not config_path.is_file() or not weights_path.is_file():
         raise ModelLoadError(f"{folder} is not a checkpoint: it needs config.json and model.safetensors")
     meta = json.loads(config_path.read_text())
-    cfg = BlockDiffusionConfig(**meta["config"])
+    try:
+        return BlockDiffusionConfig.from_dict(meta["config"]), meta
+    except ValueError as error:
+        raise ModelLoadError(f"{folder}: {error}") from None
+
+
+def load_checkpoint(
+    folder: Path, device: str = "cpu", cfg: BlockDiffusionConfig | None = None
+) -> tuple[BlockDiffusionModel, dict]:
+    """A model saved by `save_checkpoint`, and its metadata.
+
+    With `cfg` (the saved config grown, e.g. to continue training), the model is built to it: extra
+    positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
+    at zero, so the model still decides as saved until trained.
+    """
+    saved, meta = checkpoint_config(folder)
+    cfg = cfg or saved
     with torch.device("meta"):
-        model = BlockDiffusionModel(cfg)
-    state = {k: v.float() for k, v in load_file(str(weights_path), device=device).items()}
+        model = model_class(cfg)(cfg)
+    state = {k: v.float() for k, v in load_file(str(folder / "model.safetensors"), device=device).items()}
     if meta.get("from_base"):
         base = base_state_dict()
+        base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    model.load_state_dict(state, assign=True)
+    model.load_state_dict(_grown_state(state, cfg), assign=True)
     return model.eval(), meta
+
+
+def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> dict[str, torch.Tensor]:
+    """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
+    summary (see `question_summary_layer`) where it asks for one the state lacks."""
+    position = state["embed.position.weight"]
+    state["embed.position.weight"] = extend_positions(position, cfg.max_positions)
+    if cfg.question_summary and "question_summary.weight" not in state:
+        state["question_summary.weight"] = position.new_zeros(cfg.hidden, cfg.hidden)
+        state["question_summary.bias"] = position.new_zeros(cfg.hidden)
+    return state

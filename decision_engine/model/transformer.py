@@ -32,7 +32,7 @@ class BlockDiffusionConfig:
     layer_norm_eps: float = 1e-12
     split_digits: bool = False  # trained on text whose digits stand alone (see Vocabulary.split_digits)
     question_summary: bool = False  # answer positions also read their own question's pooled prefix states
-    isolate_questions: bool = False  # in the prefix, each question reads only itself and the document
+    reads_documents: bool = False  # the whole document is encoded once and read by every layer (model/reading.py)
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -40,9 +40,23 @@ class BlockDiffusionConfig:
             raise KeyError(f"unknown model preset {name!r}; known: {sorted(PRESETS)}")
         return cls(**PRESETS[name])
 
+    @classmethod
+    def from_dict(cls, data: dict) -> BlockDiffusionConfig:
+        """The config a checkpoint's config.json records; retired knobs at their old default are dropped,
+        while one that was on is a ValueError (this model would read the checkpoint differently)."""
+        kept = dict(data)
+        for key, default in RETIRED.items():
+            if kept.pop(key, default) != default:
+                raise ValueError(f"trained with {key}={data[key]!r}, a knob since retired (see experiments/README.md)")
+        return cls(**kept)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
+
+# Knobs retired from the model, at the value every checkpoint that still loads has: older config.json
+# files record them (the bundled one included).
+RETIRED: dict[str, object] = {"isolate_questions": False}
 
 PRESETS: dict[str, dict] = {
     "minilm-l6": {},  # all-MiniLM-L6-v2 shape
@@ -138,11 +152,9 @@ class Layer(nn.Module):
         return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, x, keys, values, mask):
-        """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask allows:
-        mask (B, T) per key, or (B, T, T) per query and key."""
+        """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask (B, T) allows."""
         q = self.split(self.query(x))
-        attn_mask = mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]
-        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=attn_mask))
+        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
 
     def block_forward(self, x, prefix: PrefixState, index: int, block_mask, packed=None):
         """Block pass: x (B, L, C) attends to layer `index` of the cached prefix and bidirectionally to
@@ -160,14 +172,6 @@ class Layer(nn.Module):
         b, h, t, d = attn.shape
         x = self.attn_norm(x + self.attn_out(attn.transpose(1, 2).reshape(b, t, h * d)))
         return self.ff_norm(x + self.ff_out(F.gelu(self.ff_in(x))))
-
-
-def question_isolation(slots, mask):
-    """(B, T, T) prefix attention in which no token attends to another question's tokens: each question
-    reads itself and the document, and the document reads no question, so a question's states are what
-    they would be were it asked alone over the same document text."""
-    other = (slots[:, None, :] > 0) & (slots[:, :, None] != slots[:, None, :])  # key j is another question's
-    return mask[:, None, :] & ~other
 
 
 def question_summary_layer(hidden: int) -> nn.Linear:
@@ -202,13 +206,12 @@ class BlockDiffusionModel(nn.Module):
         """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values."""
         positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         x = self.embed(ids, positions, 0, slots)
-        attend = question_isolation(slots, mask) if self.cfg.isolate_questions else mask
         keys, values = [], []
         for layer in self.layers:
             k, v = layer.split(layer.key(x)), layer.split(layer.value(x))
             keys.append(k)
             values.append(v)
-            x = layer(x, k, v, attend)
+            x = layer(x, k, v, mask)
         summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
         return PrefixState(keys, values, mask, mask.sum(dim=1), summaries)
 

@@ -1,11 +1,13 @@
-"""Retrieval as the engine's context builder: the best spans for the questions, with evidence."""
+"""Retrieval as the engine's context builder: the best spans for the questions, with evidence;
+and the one mapping from a retrieval name to its context builder."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..backends.vocabulary import Vocabulary
-from ..decoding.layout import ContextChoice
+from ..decoding.layout import ContextBuilder, ContextChoice, LeadingContext
+from ..options import RETRIEVALS
 from ..types import Evidence
 from .context import Retriever
 from .embedder import SpanEmbedder
@@ -35,3 +37,13 @@ class RetrievalContext:
             for picks in selected.evidence
         ]
         return ContextChoice(selected.token_ids, [(s.start, s.end) for s in selected.spans], evidence)
+
+
+def context_for(retrieval: str, vocab: Vocabulary, evidence_per_question: int = 3) -> ContextBuilder:
+    """The context builder a retrieval name stands for: "hybrid" (dense + BM25), "lexical" (BM25)
+    or "leading" (the document's first tokens, no evidence)."""
+    if retrieval not in RETRIEVALS:
+        raise ValueError(f"unknown retrieval {retrieval!r}; use {', '.join(RETRIEVALS)}")
+    if retrieval == "leading":
+        return LeadingContext(vocab)
+    return RetrievalContext.create(vocab, dense=retrieval == "hybrid", evidence_per_question=evidence_per_question)

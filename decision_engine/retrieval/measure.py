@@ -19,8 +19,9 @@ import numpy as np
 
 from ..backends.native import base_tokenizer
 from ..backends.vocabulary import Vocabulary
-from ..datasets.contractnli import NliDocument, evidence_recall, load_contractnli, to_requests
+from ..datasets.contractnli import NliDocument, load_contractnli, to_requests
 from .context import SPAN_CHARS, Retriever
+from .coverage import evidence_recall
 from .embedder import MAX_TOKENS, SpanEmbedder
 
 TOP_K = 4  # spans per hypothesis for the ranking hit rate
@@ -65,10 +66,10 @@ def evaluate(
                 gold = doc.evidence.get(key, [])
                 if not gold:
                     continue
-                covered, total = evidence_recall(gold, selected.spans)
+                covered, total = evidence_recall(gold, [(s.start, s.end) for s in selected.spans])
                 tally.covered += covered
                 tally.total += total
-                top = [spans[s] for s in np.argsort(-scores[q], kind="stable")[:TOP_K]]
+                top = [(spans[s].start, spans[s].end) for s in np.argsort(-scores[q], kind="stable")[:TOP_K]]
                 tally.asked += 1
                 tally.hits += evidence_recall(gold, top)[0] > 0
     return tally

@@ -7,14 +7,15 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 
 from ..store.keys import allows
+from .resources import resources_of
 
 
 def require(scope: str):
     """A guard letting through keys whose scope covers `scope` (every request when auth is off)."""
 
     async def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-        state = connection.app.state
-        if not state.settings.auth:
+        resources = resources_of(connection.app)
+        if not resources.settings.auth:
             connection.state.api_key_id = None
             return
         header = connection.headers.get("authorization", "")
@@ -24,7 +25,7 @@ def require(scope: str):
                 detail="missing API key: send 'Authorization: Bearer <key>'",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        identity = await state.store.authenticate(key.strip())
+        identity = await resources.provide_store().authenticate(key.strip())
         if identity is None:
             raise NotAuthorizedException(detail="unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
         if not allows(identity.scope, scope):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..engine import DecisionEngine
-from ..errors import RequestError
+from ..errors import EngineFailure, RequestError
 from ..types import DecisionRequest, DecisionResponse
 
 
@@ -70,7 +69,8 @@ class DecisionBatcher:
         self._worker = None
 
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
-        """Decide one request in the next shared batch; raises RequestError for a request the model cannot take."""
+        """Decide one request in the next shared batch; raises RequestError for a request the model cannot
+        take, and the engine's own error where it failed on this request."""
         if self._queue is None:
             raise RuntimeError("the batcher is not started")
         future = asyncio.get_running_loop().create_future()
@@ -95,43 +95,15 @@ class DecisionBatcher:
                     break
             self.batches += 1
             self.largest_batch = max(self.largest_batch, len(batch))
-            try:
-                outcomes = await loop.run_in_executor(self._pool, decide_together, self.engine, [p.request for p in batch])
-            except Exception as error:  # a bug in the engine: every request of the batch gets it
-                outcomes = [error] * len(batch)
+            # decide_many gives every request its own outcome: one bad request fails alone.
+            outcomes = await loop.run_in_executor(self._pool, self.engine.decide_many, [p.request for p in batch])
             for pending, outcome in zip(batch, outcomes):
                 if pending.future.done():  # the client went away
                     continue
-                if isinstance(outcome, BaseException):
+                if isinstance(outcome, EngineFailure):  # a 500 for this client, its cause logged
+                    pending.future.set_exception(outcome.error or RuntimeError(outcome.reason))
+                elif isinstance(outcome, RequestError):  # this client's 400
                     pending.future.set_exception(outcome)
                 else:
                     pending.future.set_result(outcome)
 
-
-def decide_together(engine: DecisionEngine, requests: list[DecisionRequest]) -> list[DecisionResponse | Exception]:
-    """Decide requests in one shared run; a request the engine refuses fails alone, not the batch."""
-    started = time.perf_counter()
-    outcomes: list[DecisionResponse | Exception] = [RuntimeError("not decided")] * len(requests)
-    prepared, positions = [], []
-    for i, request in enumerate(requests):
-        try:
-            prepared.append(engine.prepare(request, request.mode))
-            positions.append(i)
-        except RequestError as error:
-            outcomes[i] = error
-    if not prepared:
-        return outcomes
-    prepare_ms = (time.perf_counter() - started) * 1e3
-    try:
-        responses = engine.run(prepared, prepare_ms)
-    except RequestError:
-        # A model-specific problem with one request (the layout is checked per request, but be safe): one by one.
-        responses = []
-        for i in positions:
-            try:
-                responses.append(engine.decide(requests[i]))
-            except RequestError as error:
-                responses.append(error)
-    for i, response in zip(positions, responses):
-        outcomes[i] = response
-    return outcomes

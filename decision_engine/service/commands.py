@@ -6,21 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..options import EngineOptions, add_engine_arguments
+
 
 def add_service_commands(sub) -> None:
+    """Add `serve` to the subparsers of the `decision-engine` parser (declared as an entry point)."""
     serve = sub.add_parser("serve", help="run the REST service (migrates the store on first start)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--db", help="database URL (default: $DATABASE_URL, else sqlite:///decisions.sqlite3)")
-    serve.add_argument("--model", help="checkpoint folder (default: the bundled model)")
-    serve.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
-    serve.add_argument("--retrieval", choices=["hybrid", "lexical", "leading"], default="lexical")
+    add_engine_arguments(serve)
     serve.add_argument("--no-auth", action="store_true", help="accept requests without API keys (local experiments only)")
     serve.add_argument("--no-document-text", action="store_true", help="store only each document's SHA-256")
     serve.add_argument("--max-in-flight", type=int, default=64, help="requests served at once; past it 429")
     serve.add_argument("--batch-max", type=int, default=16, help="requests sharing one model call")
     serve.add_argument("--batch-wait-ms", type=float, default=5.0, help="how long a request waits for company")
-    serve.add_argument("--max-document-chars", type=int, default=1_000_000)
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(func=_serve)
 
@@ -28,7 +28,6 @@ def add_service_commands(sub) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from ..validation import Limits
     from .app import create_app
     from .settings import ServiceSettings
 
@@ -37,15 +36,12 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     settings = ServiceSettings(
         database_url=args.db,
-        model_path=args.model,
-        device=args.device,
-        retrieval=args.retrieval,
+        engine=EngineOptions.from_args(args),
         auth=not args.no_auth,
         store_document_text=not args.no_document_text,
         max_in_flight=args.max_in_flight,
         batch_max=args.batch_max,
         batch_wait_ms=args.batch_wait_ms,
-        limits=Limits(max_document_chars=args.max_document_chars),
     )
     if not settings.auth:
         print("warning: --no-auth: anyone who can reach this port can decide, label and read", file=sys.stderr)

@@ -1,14 +1,11 @@
-"""Thin handlers: parse, call the engine or the store, return a Struct."""
+"""Thin handlers: read the body, call the batcher or the store (both injected), return a Struct."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
 
-import msgspec
 from litestar import Request, Response, get, post, put
-from litestar.datastructures import State
-from litestar.exceptions import HTTPException
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery
 
@@ -16,31 +13,15 @@ from ..errors import RequestError
 from ..store.recording import DecisionNotFound
 from ..store.records import AccuracyReport, ReportFilters, StoredDecision
 from ..types import DecisionResponse
-from ..validation import parse_request
 from .auth import require
+from .bodies import json_bytes, read_labels, read_submission
 from .errors import error_response
 from .openapi import json_body
-from .wire import AnyLabels, DecisionCreated, DecisionSubmission, ErrorBody, Health, LabelsUpdate, StoredTags
+from .resources import BatcherDep, ModelVersionDep, SettingsDep, StoreDep
+from .wire import DecisionCreated, DecisionSubmission, ErrorBody, Health, LabelsUpdate
 
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,200}")
 _DECISION_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def _json_body_of(request: Request) -> None:
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
-        raise HTTPException(status_code=415, detail=f"send the body as application/json, not {media or 'nothing'!r}")
-
-
-def _decode(raw: bytes, kind: type):
-    """Decode a body, naming the offending field as the core does (`labels`, `dataset`, ...)."""
-    try:
-        return msgspec.json.decode(raw, type=kind)
-    except msgspec.ValidationError as error:
-        message, _, path = str(error).partition(" - at `$")
-        raise RequestError(path.rstrip("`").lstrip(".") or "request", message) from None
-    except msgspec.DecodeError as error:
-        raise RequestError("request", f"not valid JSON: {error}") from None
 
 
 def _created(decision_id: str, decided: DecisionResponse | StoredDecision) -> DecisionCreated:
@@ -75,33 +56,31 @@ def _replayed(stored: StoredDecision) -> Response:
         503: ResponseSpec(ErrorBody, description="The store cannot be reached; see Retry-After"),
     },
 )
-async def create_decision(request: Request, state: State) -> Response[DecisionCreated]:
-    _json_body_of(request)
-    raw = await request.body()
-    settings = state.settings
-    decision_request = parse_request(raw, settings.limits)
-    tags = _decode(raw, StoredTags)
+async def create_decision(
+    request: Request, settings: SettingsDep, store: StoreDep, batcher: BatcherDep, model_version: ModelVersionDep
+) -> Response[DecisionCreated]:
+    decision_request, filing = read_submission(await json_bytes(request), settings.limits)
     key_id = request.state.api_key_id
     idempotency = request.headers.get("idempotency-key")
     if idempotency is not None:
         if not _IDEMPOTENCY_KEY.fullmatch(idempotency):
             raise RequestError("Idempotency-Key", "must be 1 to 200 visible ASCII characters")
-        earlier = await state.store.find_idempotent(idempotency, key_id, decision_request)  # 409 if another request
+        earlier = await store.find_idempotent(idempotency, key_id, decision_request)  # 409 if another request
         if earlier is not None:
-            return _replayed(await state.store.load(earlier))
-    response = await state.batcher.decide(decision_request)
-    decision_id, created = await state.store.record(
+            return _replayed(await store.load(earlier))
+    response = await batcher.decide(decision_request)
+    decision_id, created = await store.record(
         decision_request,
         response,
-        run=tags.run or settings.run,
-        dataset=tags.dataset,
-        external_id=tags.external_id,
-        model_version=state.model_version,
+        run=filing.run or settings.run,
+        dataset=filing.dataset,
+        external_id=filing.external_id,
+        model_version=model_version,
         idempotency_key=idempotency,
         api_key_id=key_id,
     )
     if not created:
-        return _replayed(await state.store.load(decision_id))
+        return _replayed(await store.load(decision_id))
     return Response(_created(decision_id, response), status_code=201, headers={"Location": f"/v1/decisions/{decision_id}"})
 
 
@@ -112,8 +91,8 @@ def _known_id(decision_id: str) -> str:
 
 
 @get("/v1/decisions/{decision_id:str}", operation_id="getDecision", guards=[require("read")], summary="A stored decision")
-async def get_decision(decision_id: FromPath[str], state: State) -> StoredDecision:
-    return await state.store.load(_known_id(decision_id))
+async def get_decision(decision_id: FromPath[str], store: StoreDep) -> StoredDecision:
+    return await store.load(_known_id(decision_id))
 
 
 @put(
@@ -124,11 +103,9 @@ async def get_decision(decision_id: FromPath[str], state: State) -> StoredDecisi
     description="Each value is checked against its question's schema; repeatable, last write wins, history kept.",
     operation_class=json_body(LabelsUpdate),
 )
-async def put_labels(decision_id: FromPath[str], request: Request, state: State) -> StoredDecision:
-    _json_body_of(request)
-    raw = await request.body()
-    update = _decode(raw, AnyLabels)  # each value is checked against its question's schema by the store
-    return await state.store.label(_known_id(decision_id), update.labels, request.state.api_key_id)
+async def put_labels(decision_id: FromPath[str], request: Request, store: StoreDep) -> StoredDecision:
+    update = read_labels(await json_bytes(request))
+    return await store.label(_known_id(decision_id), update.labels, request.state.api_key_id)
 
 
 def _when(name: str, value: str | None) -> datetime | None:
@@ -143,7 +120,7 @@ def _when(name: str, value: str | None) -> datetime | None:
 
 @get("/v1/reports/accuracy", operation_id="accuracyReport", guards=[require("read")], summary="Accuracy over stored decisions")
 async def accuracy_report(
-    state: State,
+    store: StoreDep,
     run: FromQuery[str | None] = None,
     dataset: FromQuery[str | None] = None,
     model: FromQuery[str | None] = None,
@@ -159,7 +136,7 @@ async def accuracy_report(
         since=_when("since", since),
         until=_when("until", until),
     )
-    return await state.store.report(filters)
+    return await store.report(filters)
 
 
 @get("/healthz", operation_id="health", summary="The process is up")
@@ -168,17 +145,16 @@ async def healthz() -> Health:
 
 
 @get("/readyz", operation_id="ready", summary="The model is loaded and the store reachable")
-async def readyz(state: State) -> Response[Health]:
-    batcher = getattr(state, "batcher", None)
-    engine = batcher.engine if batcher is not None else None
+async def readyz(store: StoreDep, batcher: BatcherDep, model_version: ModelVersionDep) -> Response[Health]:
+    engine = batcher.engine
     if engine is None:
         return Response(Health(status="starting", problem="the model is not loaded yet"), status_code=503)
     try:
-        await state.store.ping()
+        await store.ping()
     except Exception:
         return error_response(503, "store", "the decision store cannot be reached", {"Retry-After": "5"})
     return Response(
-        Health(status="ready", model=engine.model.name, model_version=state.model_version, store="ok"),
+        Health(status="ready", model=engine.model.name, model_version=model_version, store="ok"),
         status_code=200,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..options import EngineOptions
 from ..validation import Limits
 
 
@@ -12,9 +13,7 @@ class ServiceSettings:
     """How the service runs; the defaults give a working service on one machine."""
 
     database_url: str | None = None  # None: $DATABASE_URL, else a SQLite file in the working folder
-    model_path: str | None = None  # None: the bundled model
-    device: str = "cpu"
-    retrieval: str = "lexical"  # hybrid, lexical or leading
+    engine: EngineOptions = field(default_factory=EngineOptions)  # the model, device, retrieval and request limits
     auth: bool = True  # Bearer API keys; off only for local experiments
     store_document_text: bool = True  # False keeps only each document's SHA-256 and length
     migrate: bool = True  # upgrade the store to the newest schema on start
@@ -24,4 +23,8 @@ class ServiceSettings:
     batch_max: int = 16  # requests gathered into one model call
     batch_wait_ms: float = 5.0  # how long the first request of a batch waits for company
     key_cache_s: float = 10.0  # how long a checked API key is trusted without asking the store again
-    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def limits(self) -> Limits:
+        """Size limits on accepted requests (the engine's)."""
+        return self.engine.limits

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
 import anyio.to_thread
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from ..store import keys as key_store
 from ..store import recording, reports
@@ -34,15 +36,21 @@ class StoreGateway:
     def close(self) -> None:
         self.engine.dispose()
 
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        """The one place a session opens and closes: one per call, an outage raised as StoreUnavailable."""
+        try:
+            with self.sessions() as session:
+                yield session
+        except SQLAlchemyError as error:
+            if is_unavailable(error):
+                raise StoreUnavailable(str(error).splitlines()[0]) from error
+            raise
+
     async def _call(self, work: Callable[..., T], *args, **kwargs) -> T:
         def in_session() -> T:
-            try:
-                with self.sessions() as session:
-                    return work(session, *args, **kwargs)
-            except SQLAlchemyError as error:
-                if is_unavailable(error):
-                    raise StoreUnavailable(str(error).splitlines()[0]) from error
-                raise
+            with self._session() as session:
+                return work(session, *args, **kwargs)
 
         return await anyio.to_thread.run_sync(in_session)
 

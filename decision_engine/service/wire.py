@@ -20,30 +20,21 @@ class DecisionSubmission(DecisionRequest, kw_only=True, omit_defaults=True):
     external_id: Tag | None = None
 
 
-class StoredTags(msgspec.Struct):
-    """The filing fields of a submission, read on their own (other keys are ignored)."""
-
-    run: Tag | None = None
-    dataset: Tag | None = None
-    external_id: Tag | None = None
-
-
 class DecisionCreated(DecisionResponse, kw_only=True, omit_defaults=True):
     """The core response plus the stored decision's id."""
 
     id: str
 
 
+# Read as any JSON value so that the store, which knows each question's schema, names a wrong one by its
+# question id (`labels.<id>`); documented as the answer values it must be.
+LabelValue = Annotated[Any, Meta(extra_json_schema=msgspec.json.schema(Value))]
+
+
 class LabelsUpdate(msgspec.Struct, forbid_unknown_fields=True):
     """Ground truth, or a reviewer's verdict, for some or all questions of a decision."""
 
-    labels: dict[str, Value]
-
-
-class AnyLabels(msgspec.Struct, forbid_unknown_fields=True):
-    """`LabelsUpdate` as read: values of any JSON type, so a wrong one is named by its question id."""
-
-    labels: dict[str, Any]
+    labels: dict[str, LabelValue]
 
 
 class ErrorBody(msgspec.Struct):

@@ -21,34 +21,18 @@ def _store_command(handler: Callable[[argparse.Namespace, Engine], int]) -> Call
 
     def run(args: argparse.Namespace) -> int:
         from alembic.util import CommandError
-        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-        from sqlalchemy.engine import make_url
 
-        from .database import create_db_engine, default_database_url, is_unavailable
+        from .opening import StoreOpenError, opened_store
 
-        url = args.db or default_database_url()
         try:
-            shown = make_url(url).render_as_string(hide_password=True)
-            engine = create_db_engine(url)
-        except (ArgumentError, ValueError) as error:
-            print(f"error: --db: {error}", file=sys.stderr)
-            return EXIT_INVALID
-        except OSError as error:  # e.g. the SQLite file's folder cannot be created
-            print(f"error: cannot open the store at {shown}: {error}", file=sys.stderr)
-            return EXIT_UNAVAILABLE
-        try:
-            return handler(args, engine)
+            with opened_store(args.db) as engine:
+                return handler(args, engine)
+        except StoreOpenError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID if error.bad_url else EXIT_UNAVAILABLE
         except CommandError as error:  # e.g. an unknown revision
             print(f"error: {error}", file=sys.stderr)
             return EXIT_INVALID
-        except SQLAlchemyError as error:
-            if not is_unavailable(error):
-                raise
-            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-            print(f"error: cannot reach the store at {shown}: {reason}", file=sys.stderr)
-            return EXIT_UNAVAILABLE
-        finally:
-            engine.dispose()
 
     return run
 

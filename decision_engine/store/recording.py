@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from ..errors import RequestError
 from ..types import Answer, AnswerSchema, DecisionRequest, DecisionResponse, Document, Evidence, Question, Rule, Value
-from ..values import kind, value_problem
+from ..kinds import AnswerKind, kind_of
 from . import schema as db
+from .moments import as_utc
 from .records import StoredDecision, StoredDocument
 from .upsert import insert_for
 
@@ -65,8 +66,18 @@ def _replayed(session: Session, scope: str, fingerprint: str) -> str | None:
     return row.id
 
 
-def _checked_labels(schemas: dict[str, AnswerSchema], labels: object, decision_id: str) -> dict[str, str]:
-    """{question id: canonical JSON of the label}, or RequestError naming the first bad label."""
+def _stored_kind(schema: AnswerSchema) -> AnswerKind:
+    """The schema's kind, if the store's schema admits it (a new kind needs a migration first)."""
+    kind = kind_of(schema)
+    if kind.name not in db.KINDS:
+        raise ValueError(f"answer kind {kind.name!r} cannot be stored: the store knows {list(db.KINDS)}")
+    return kind
+
+
+def _checked_labels(
+    schemas: dict[str, AnswerSchema], labels: object, decision_id: str
+) -> dict[str, tuple[str, str]]:
+    """{question id: (canonical JSON, answer key) of the label}, or RequestError naming the first bad label."""
     if not isinstance(labels, dict) or not labels:
         raise RequestError("labels", "give at least one label, as {question id: value}")
     encoded = {}
@@ -74,10 +85,11 @@ def _checked_labels(schemas: dict[str, AnswerSchema], labels: object, decision_i
         field = f"labels.{question_id}"
         if question_id not in schemas:
             raise RequestError(field, f"no question with this id in decision {decision_id}")
-        problem = value_problem(schemas[question_id], value)
+        kind = kind_of(schemas[question_id])
+        problem = kind.value_problem(schemas[question_id], value)
         if problem is not None:
             raise RequestError(field, problem)
-        encoded[question_id] = _encode(value)
+        encoded[question_id] = (_encode(value), kind.answer_key(value))
     return encoded
 
 
@@ -112,6 +124,7 @@ def record_decision(
     missing = [q.id for q in request.questions if q.id not in answers]
     if missing:
         raise ValueError(f"the response has no answer for question {missing[0]!r}")
+    kinds = [_stored_kind(q.schema) for q in request.questions]
 
     now = db.utcnow()
     try:
@@ -129,17 +142,18 @@ def record_decision(
             timings=_encode(response.timings_ms),
             created_at=now,
         )
-        for position, question in enumerate(request.questions):
+        for position, (question, kind) in enumerate(zip(request.questions, kinds)):
             answer = answers[question.id]
             row = db.Question(
                 position=position,
                 question_id=question.id,
                 text=question.text,
                 schema=_encode(question.schema),
-                kind=kind(question.schema),
+                kind=kind.name,
             )
             row.answer = db.Answer(
                 value_json=_encode(answer.value),
+                value_key=kind.answer_key(answer.value),
                 confidence=answer.confidence,
                 step=answer.step,
                 evidence=None if answer.evidence is None else _encode(answer.evidence),
@@ -193,19 +207,26 @@ def _document_id(session: Session, document: Document, store_text: bool) -> int:
 
 
 def _write_labels(
-    session: Session, values: Iterable[tuple[int, str]], api_key_id: int | None, now: dt.datetime
+    session: Session, values: Iterable[tuple[int, tuple[str, str]]], api_key_id: int | None, now: dt.datetime
 ) -> None:
-    """Upsert the current labels (last write wins) and append each write to the history."""
-    rows = [{"question_pk": pk, "value_json": value} for pk, value in values]
+    """Upsert the current labels (last write wins) and append each write to the history.
+
+    `values` holds (question pk, (canonical JSON, answer key)) pairs."""
+    rows = [{"question_pk": pk, "value_json": value, "value_key": key} for pk, (value, key) in values]
     upsert = insert_for(session, db.Label.__table__)
     upsert = upsert.on_conflict_do_update(
         index_elements=["question_pk"],
-        set_={"value_json": upsert.excluded.value_json, "updated_at": upsert.excluded.updated_at},
+        set_={
+            "value_json": upsert.excluded.value_json,
+            "value_key": upsert.excluded.value_key,
+            "updated_at": upsert.excluded.updated_at,
+        },
     )
     session.execute(upsert, [{**row, "updated_at": now} for row in rows])
+    history = [{"question_pk": row["question_pk"], "value_json": row["value_json"]} for row in rows]
     session.execute(
         insert_for(session, db.LabelHistory.__table__),
-        [{**row, "created_at": now, "api_key_id": api_key_id} for row in rows],
+        [{**row, "created_at": now, "api_key_id": api_key_id} for row in history],
     )
 
 
@@ -230,11 +251,6 @@ def apply_labels(
     return load_decision(session, decision_id)
 
 
-def _utc(moment: dt.datetime) -> dt.datetime:
-    """SQLite returns naive datetimes; every stored time is UTC."""
-    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
-
-
 def load_decision(session: Session, decision_id: str) -> StoredDecision:
     """A stored decision with its current labels; DecisionNotFound if there is none with this id."""
     group = session.scalars(
@@ -254,7 +270,7 @@ def load_decision(session: Session, decision_id: str) -> StoredDecision:
     document = group.document
     return StoredDecision(
         id=group.id,
-        created_at=_utc(group.created_at),
+        created_at=as_utc(group.created_at),
         run=group.run.name,
         mode=group.run.mode,
         model=group.run.model,

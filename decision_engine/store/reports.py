@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 
 import msgspec
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
+from ..kinds import all_kinds, value_text
 from . import schema as db
+from .moments import as_utc
 from .records import AccuracyReport, QuestionAccuracy, ReportFilters
 
-CONFUSION_KINDS = ("enum", "boolean")  # kinds with few enough values for a confusion table
-
-
-def _utc(moment: dt.datetime) -> dt.datetime:
-    """Naive times are taken as UTC, as stored."""
-    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
 
 
 def _conditions(filters: ReportFilters) -> list:
@@ -33,9 +30,9 @@ def _conditions(filters: ReportFilters) -> list:
     if filters.run_id is not None:
         conditions.append(db.Run.id == filters.run_id)
     if filters.since is not None:
-        conditions.append(db.DecisionGroup.created_at >= _utc(filters.since))
+        conditions.append(db.DecisionGroup.created_at >= as_utc(filters.since))
     if filters.until is not None:
-        conditions.append(db.DecisionGroup.created_at < _utc(filters.until))
+        conditions.append(db.DecisionGroup.created_at < as_utc(filters.until))
     return conditions
 
 
@@ -44,7 +41,7 @@ def _echo(filters: ReportFilters) -> dict[str, str]:
     for name in ReportFilters.__struct_fields__:
         value = getattr(filters, name)
         if isinstance(value, dt.datetime):
-            echoed[name] = _utc(value).isoformat()
+            echoed[name] = as_utc(value).isoformat()
         elif value:
             echoed[name] = str(value)
     return echoed
@@ -63,8 +60,9 @@ def _questions_query(*columns):
 
 
 def answer_is_right():
-    """1 for a joined question whose label equals its answer, else 0: the report's notion of right."""
-    return case((db.Label.value_json == db.Answer.value_json, 1), else_=0)
+    """1 for a joined question whose label is the same answer as its answer, else 0: their kind's
+    answer keys are equal (`decision_engine.kinds.same_answer`, computed when they were stored)."""
+    return case((db.Label.value_key == db.Answer.value_key, 1), else_=0)
 
 
 def correct_answers():
@@ -102,10 +100,41 @@ def _ratio(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _as_text(value_json: str) -> str:
-    """A stored value as a table key: Entailment, true, 42, 2024-01-31."""
-    value = msgspec.json.decode(value_json)
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+def _confusion_kinds() -> tuple[str, ...]:
+    """The kinds with few enough values for a confusion table (enum and boolean among the built-in ones)."""
+    return tuple(k.name for k in all_kinds() if k.confusion_table)
+
+
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string"}
+
+
+def _cell_texts(values: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """{key: table text} for one question's {answer key: (kind, value JSON)}: Entailment, true, 42.
+    Where two keys would read the same (the choice "1" and a stray integer 1), each names its JSON type."""
+    decoded = {key: msgspec.json.decode(value_json) for key, (_, value_json) in values.items()}
+    texts = {key: value_text(decoded[key], values[key][0]) for key in values}
+    shared = Counter(texts.values())
+    return {
+        key: f"{text} ({_JSON_TYPES.get(type(decoded[key]), 'value')})" if shared[text] > 1 else text
+        for key, text in texts.items()
+    }
+
+
+def _confusion(cells) -> dict[str, dict[str, dict[str, int]]]:
+    """{question id: {label text: {answer text: count}}} from rows of (question id, kind, label key,
+    label JSON, answer key, answer JSON, count); cells are told apart by answer key, not by text."""
+    values: dict[str, dict[str, tuple[str, str]]] = {}
+    for question_id, kind, label_key, label_json, answer_key, answer_json, _ in cells:
+        seen = values.setdefault(question_id, {})
+        seen.setdefault(label_key, (kind, label_json))
+        seen.setdefault(answer_key, (kind, answer_json))
+    texts = {question_id: _cell_texts(seen) for question_id, seen in values.items()}
+    confusion: dict[str, dict[str, dict[str, int]]] = {}
+    for question_id, _, label_key, _, answer_key, _, count in cells:
+        text = texts[question_id]
+        row = confusion.setdefault(question_id, {}).setdefault(text[label_key], {})
+        row[text[answer_key]] = row.get(text[answer_key], 0) + int(count)
+    return confusion
 
 
 def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
@@ -138,14 +167,20 @@ def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
         .order_by(db.Question.question_id)
     ).all()
     confusion_cells = session.execute(
-        _questions_query(db.Question.question_id, db.Label.value_json, db.Answer.value_json, func.count())
-        .where(*where, db.Question.kind.in_(CONFUSION_KINDS), db.Label.id.is_not(None), db.Answer.id.is_not(None))
-        .group_by(db.Question.question_id, db.Label.value_json, db.Answer.value_json)
+        _questions_query(
+            db.Question.question_id,
+            db.Question.kind,
+            db.Label.value_key,
+            func.min(db.Label.value_json),
+            db.Answer.value_key,
+            func.min(db.Answer.value_json),
+            func.count(),
+        )
+        .where(*where, db.Question.kind.in_(_confusion_kinds()), db.Label.id.is_not(None), db.Answer.id.is_not(None))
+        .group_by(db.Question.question_id, db.Question.kind, db.Label.value_key, db.Answer.value_key)
+        .order_by(db.Question.question_id, db.Question.kind, db.Label.value_key, db.Answer.value_key)
     ).all()
-    confusion: dict[str, dict[str, dict[str, int]]] = {}
-    for question_id, label_json, answer_json, count in confusion_cells:
-        row = confusion.setdefault(question_id, {}).setdefault(_as_text(label_json), {})
-        row[_as_text(answer_json)] = int(count)
+    confusion = _confusion(confusion_cells)
 
     questions = {}
     for question_id, low_kind, high_kind, count, q_labelled, q_correct in per_question:

@@ -1,9 +1,10 @@
 """The tables of the decision store, as SQLAlchemy 2.0 typed ORM classes.
 
 Types are portable (String, Text, Integer, Float, DateTime) so one schema serves SQLite
-and PostgreSQL. JSON payloads are stored as canonical JSON text; answer and label
-values share one encoding (`msgspec.json.encode(value)`) so correctness is a plain
-string comparison in SQL. The tables are created by the Alembic migrations only.
+and PostgreSQL. JSON payloads are stored as canonical JSON text. Each answer and label
+also keeps `value_key`, its question kind's answer key (`decision_engine.kinds`), so
+correctness is a plain string comparison in SQL that agrees with the dashboard and
+evaluation. The tables are created by the Alembic migrations only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import uuid
 from sqlalchemy import CheckConstraint, DateTime, Float, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from ..kinds import built_in_names
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -22,7 +25,7 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 SCOPES = ("decide", "label", "read", "admin")
-KINDS = ("enum", "boolean", "integer", "date")
+KINDS = built_in_names()  # the answer kinds questions.kind admits; a new one needs a migration of the CHECK
 
 
 def utcnow() -> dt.datetime:
@@ -136,6 +139,7 @@ class Answer(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     question_pk: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), unique=True)
     value_json: Mapped[str] = mapped_column(Text)
+    value_key: Mapped[str] = mapped_column(Text)  # the kind's answer key: equal keys, same answer
     confidence: Mapped[float] = mapped_column(Float)
     step: Mapped[int] = mapped_column(Integer)
     evidence: Mapped[str | None] = mapped_column(Text)  # JSON list of evidence spans
@@ -149,6 +153,7 @@ class Label(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     question_pk: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), unique=True)
     value_json: Mapped[str] = mapped_column(Text)
+    value_key: Mapped[str] = mapped_column(Text)  # the kind's answer key, compared with the answer's
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..backends.protocol import PrefixInput
-from ..engine import DecisionEngine
+from ..decoding.layout import Layout
 from ..errors import RequestError
+from ..types import DecisionRequest
 from ..validation import request_from_object
+
+LayoutFunction = Callable[[DecisionRequest, str], Layout]  # (request, mode) -> its layout, e.g. a bound `lay_out`
 
 
 @dataclass(frozen=True)
@@ -21,12 +25,12 @@ class Example:
     allowed: list[list[int]]  # per block position: every token its slot's schema lets it hold
 
 
-def examples_from_line(engine: DecisionEngine, line: dict[str, Any], mode: str) -> list[Example]:
+def examples_from_line(layout: LayoutFunction, line: dict[str, Any], mode: str) -> list[Example]:
     """The blocks of one labelled request line (samples format) in `mode`; [] when it cannot be laid out."""
     labels = line.get("labels") or {}
     try:
         request = request_from_object(line)
-        prepared = engine.prepare(request, mode)
+        prepared = layout(request, mode)
     except RequestError:
         return []
     ids = [q.id for q in request.questions]

@@ -6,12 +6,13 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from ..backends.native import model_vocabulary
-from ..model.loader import add_question_summary, from_base, lengthen_positions, load_checkpoint, random_model, save_checkpoint
+from ..model.loader import checkpoint_config, from_base, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
 from ..types import MAX_QUESTIONS
 from .config import TrainConfig
@@ -20,24 +21,33 @@ from .objective import batch_tensors, masked_diffusion_loss
 from .preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
+CONTRACTNLI_MIN_GROUP = 2  # hypotheses in the smallest ContractNLI training group (the largest: MAX_QUESTIONS)
 
 
 def build_model(cfg: TrainConfig) -> torch.nn.Module:
+    """The model to train, built to its final config: fresh, or continued from a checkpoint (with a
+    longer window or a question summary where `cfg` asks for them)."""
     if cfg.init_from:
         from ..models import BUNDLED_WEIGHTS
 
-        model, _ = load_checkpoint(BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from))
-        if cfg.max_positions > model.cfg.max_positions:  # a longer window for a continued model
-            lengthen_positions(model, cfg.max_positions)
+        folder = BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from)
+        saved, _ = checkpoint_config(folder)
+        model_cfg = replace(
+            saved,
+            max_positions=max(saved.max_positions, cfg.max_positions),  # a longer window for a continued model
+            question_summary=saved.question_summary or cfg.question_summary,  # trained in, it stays
+            split_digits=cfg.split_digits,
+        )
+        model, _ = load_checkpoint(folder, cfg=model_cfg)
     else:
-        model_cfg = BlockDiffusionConfig.from_name(cfg.model)
-        model_cfg.max_positions = cfg.max_positions
-        model_cfg.question_summary = cfg.question_summary
+        model_cfg = replace(
+            BlockDiffusionConfig.from_name(cfg.model),
+            max_positions=cfg.max_positions,
+            question_summary=cfg.question_summary or cfg.reads_documents,  # the reader points from the summary
+            split_digits=cfg.split_digits,
+            reads_documents=cfg.reads_documents,
+        )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
-    model.cfg.split_digits = cfg.split_digits
-    model.cfg.isolate_questions = model.cfg.isolate_questions or cfg.isolate_questions  # trained in, it stays
-    if cfg.question_summary:
-        add_question_summary(model)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     return model
@@ -55,7 +65,7 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
         train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
-                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(cfg.contractnli_min_group, MAX_QUESTIONS), rng=rng))
+                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS), rng=rng))
     rng.shuffle(lines)
     return lines
 
@@ -84,6 +94,10 @@ def train(
 
     `retrieval` chooses how long documents are cut to the context ("leading", "lexical", "hybrid").
     """
+    if cfg.reads_documents:
+        from .reading import train_reading
+
+        return train_reading(cfg, out, device, log)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
@@ -99,9 +113,9 @@ def train(
 
     def planned(epoch: int):
         lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
-        return plan_epoch(lines, cfg.independent_share, rng, cfg.gold_evidence_share)
+        return plan_epoch(lines, cfg.independent_share, rng)
 
-    with ExamplePreparer(spec, cfg.data_workers, vocab, gold_first=cfg.gold_evidence_share > 0) as preparer:
+    with ExamplePreparer(spec, cfg.data_workers, vocab) as preparer:
         upcoming = preparer.start(planned(0))
         for epoch in range(cfg.epochs):
             examples = preparer.finish(upcoming)
@@ -120,9 +134,7 @@ def train(
                     group["lr"] = lr
                 tensors = batch_tensors(batch, vocab.pad_id, device)
                 with autocast:
-                    loss = masked_diffusion_loss(
-                        model, tensors, vocab.mask_id, generator, cfg.inverse_t_weighting, cfg.constrained_loss
-                    )
+                    loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.constrained_loss)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -45,14 +45,12 @@ def masked_diffusion_loss(
     batch: dict[str, torch.Tensor],
     mask_id: int,
     generator: torch.Generator,
-    inverse_t_weighting: bool = True,
     constrained: bool = False,
 ) -> torch.Tensor:
     """Draw t ~ U(0, 1) per example, mask that share of block positions (at least one), predict them.
 
-    With `inverse_t_weighting` each example's masked losses are summed and divided by the number
-    masked (about t * L: the 1/t weighting of the masked-diffusion bound, with less variance);
-    without it they are divided by the block length L, so lightly masked examples count less.
+    Each example's masked losses are summed and divided by the number masked (about t * L: the 1/t
+    weighting of the masked-diffusion bound, with less variance than dividing by t itself).
 
     With `constrained` the softmax runs over the tokens each position's schema allows, the
     distribution the decoder renormalises to, instead of the whole vocabulary.
@@ -74,5 +72,4 @@ def masked_diffusion_loss(
     else:
         logits, target = model(*prefix, inputs, slots).float(), gold  # (B, L, V)
     losses = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L)
-    denominator = masked.sum(dim=1) if inverse_t_weighting else real.sum(dim=1)
-    return ((losses * masked).sum(dim=1) / denominator.clamp(min=1)).mean()
+    return ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()

@@ -13,16 +13,16 @@ import random
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from ..backends.native import base_tokenizer
 from ..backends.vocabulary import Vocabulary
-from ..engine import DecisionEngine
-from ..retrieval.gold_first import GoldFirstRetriever, gold_evidence
-from .examples import Example, examples_from_line
+from ..decoding.layout import lay_out
+from ..retrieval.builder import context_for
+from .examples import Example, LayoutFunction, examples_from_line
 
 CHUNK_LINES = 256  # request lines per task sent to a worker
-_WORKER_ENGINE: DecisionEngine | None = None  # each worker's own layout engine
-_WORKER_GOLD: GoldFirstLayout | None = None  # and its gold-first one, where the run asks for it
+_WORKER_LAYOUT: LayoutFunction | None = None  # each worker's own layout function
 
 
 @dataclass(frozen=True)
@@ -37,122 +37,62 @@ class LayoutSpec:
 
 @dataclass(frozen=True)
 class PlannedLine:
-    """A request line; where drawn, which of its questions is also trained alone (a share of [0, 1)),
-    and whether its context ranks each question's gold evidence first."""
+    """A request line and, where drawn, which of its questions is also trained alone (a share of [0, 1))."""
 
     line: dict
     single: float | None
-    gold_first: bool = False
 
 
-class LayoutOnlyModel:
-    """The part of a model the engine reads while it only lays requests out (no forward passes)."""
-
-    name = "layout"
-
-    def __init__(self, vocab: Vocabulary, max_positions: int, context_tokens: int | None):
-        self.vocab = vocab
-        self.max_positions = max_positions
-        self.context_tokens = context_tokens
-
-
-def context_builder(retrieval: str, vocab: Vocabulary):
-    """The engine's context builder for a retrieval name; None keeps the leading tokens."""
-    if retrieval == "leading":
-        return None
-    from ..retrieval.builder import RetrievalContext
-
-    # Training needs no evidence, so documents that fit whole are not ranked.
-    return RetrievalContext.create(vocab, dense=retrieval == "hybrid", evidence_per_question=0)
-
-
-def layout_engine(spec: LayoutSpec, vocab: Vocabulary | None = None) -> DecisionEngine:
-    """An engine that lays requests out as `spec` says (over `vocab`, or the base tokenizer's)."""
+def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None) -> LayoutFunction:
+    """`lay_out` as `spec` says (over `vocab`, or the base tokenizer's): (request, mode) -> its layout."""
     vocab = vocab or Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
-    model = LayoutOnlyModel(vocab, spec.max_positions, spec.context_tokens)
-    return DecisionEngine(model, context=context_builder(spec.retrieval, vocab))
+    # Training needs no evidence, so documents that fit whole are not ranked.
+    context = context_for(spec.retrieval, vocab, evidence_per_question=0)
+    return partial(
+        lay_out, vocab=vocab, context=context, max_positions=spec.max_positions, context_tokens=spec.context_tokens
+    )
 
 
-def plan_epoch(
-    lines: Sequence[dict], independent_share: float, rng: random.Random, gold_evidence_share: float = 0.0
-) -> list[PlannedLine]:
-    """Each line, with a draw choosing whether (and which) one question is also trained alone, and,
-    for lines carrying gold evidence when `gold_evidence_share` > 0, a draw choosing gold-first context."""
+def plan_epoch(lines: Sequence[dict], independent_share: float, rng: random.Random) -> list[PlannedLine]:
+    """Each line, with a draw choosing whether (and which) one question is also trained alone."""
     planned = []
     for line in lines:
         alone, which = rng.random(), rng.random()
-        gold = bool(gold_evidence_share) and "evidence" in line and rng.random() < gold_evidence_share
-        planned.append(PlannedLine(line, which if alone < independent_share else None, gold))
+        planned.append(PlannedLine(line, which if alone < independent_share else None))
     return planned
 
 
-def require_ranked_retrieval(spec: LayoutSpec) -> None:
-    """Gold-first contexts rank spans, so `spec` must rank them: a clear error if it keeps leading tokens."""
-    if spec.retrieval == "leading":
-        raise ValueError("gold-evidence-first contexts need ranked retrieval (lexical or hybrid), not 'leading'")
-
-
-class GoldFirstLayout:
-    """A layout engine whose retrieval ranks the gold evidence of the lines it is given first."""
-
-    def __init__(self, spec: LayoutSpec, vocab: Vocabulary | None = None):
-        require_ranked_retrieval(spec)
-        self.engine = layout_engine(spec, vocab)
-        self.gold: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        self.engine.context.retriever = GoldFirstRetriever(self.engine.context.retriever, self.gold)
-
-    def engine_for(self, line: dict) -> DecisionEngine:
-        """The engine, with `line`'s gold evidence registered (a question's evidence is the same in every line)."""
-        self.gold.update(gold_evidence(line))
-        return self.engine
-
-
-def planned_examples(
-    engine: DecisionEngine, planned: Sequence[PlannedLine], gold_layout: GoldFirstLayout | None = None
-) -> list[Example]:
-    """The joint block of every line, plus the single-question blocks the plan asks for; lines planned
-    gold-first are laid out by `gold_layout`."""
+def planned_examples(layout: LayoutFunction, planned: Sequence[PlannedLine]) -> list[Example]:
+    """The joint block of every line, plus the single-question blocks the plan asks for."""
     examples: list[Example] = []
     for item in planned:
-        line_engine = engine
-        if item.gold_first:
-            if gold_layout is None:
-                raise ValueError("a line is planned gold-first but no gold-first layout was given")
-            line_engine = gold_layout.engine_for(item.line)
-        examples.extend(examples_from_line(line_engine, item.line, "joint"))
+        examples.extend(examples_from_line(layout, item.line, "joint"))
         if item.single is not None:
-            singles = examples_from_line(line_engine, item.line, "independent")
+            singles = examples_from_line(layout, item.line, "independent")
             if singles:
                 examples.append(singles[int(item.single * len(singles))])
     return examples
 
 
-def _start_worker(spec: LayoutSpec, gold_first: bool) -> None:
-    global _WORKER_ENGINE, _WORKER_GOLD
-    _WORKER_ENGINE = layout_engine(spec)
-    _WORKER_GOLD = GoldFirstLayout(spec) if gold_first else None
+def _start_worker(spec: LayoutSpec) -> None:
+    global _WORKER_LAYOUT
+    _WORKER_LAYOUT = layout_for(spec)
 
 
 def _worker_examples(planned: list[PlannedLine]) -> list[Example]:
-    return planned_examples(_WORKER_ENGINE, planned, _WORKER_GOLD)
+    return planned_examples(_WORKER_LAYOUT, planned)
 
 
 class ExamplePreparer:
-    """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead.
+    """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead."""
 
-    `gold_first` also prepares a gold-evidence-first layout for the lines planned that way.
-    """
-
-    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None, gold_first: bool = False):
-        self.engine = layout_engine(spec, vocab) if workers == 0 else None
-        self.gold_layout = GoldFirstLayout(spec, vocab) if gold_first and workers == 0 else None
-        if gold_first:
-            require_ranked_retrieval(spec)  # before any worker starts
+    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None):
+        self.layout = layout_for(spec, vocab) if workers == 0 else None
         self.pool = None
         if workers > 0:
             self.pool = ProcessPoolExecutor(
                 workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                initargs=(spec, gold_first),
+                initargs=(spec,),
             )
 
     def start(self, planned: list[PlannedLine]) -> list[Future] | list[PlannedLine]:
@@ -164,7 +104,7 @@ class ExamplePreparer:
     def finish(self, started) -> list[Example]:
         """The examples of an epoch begun with `start`, in line order."""
         if self.pool is None:
-            return planned_examples(self.engine, started, self.gold_layout)
+            return planned_examples(self.layout, started)
         return [e for future in started for e in future.result()]
 
     def close(self) -> None:

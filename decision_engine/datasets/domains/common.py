@@ -12,20 +12,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...kinds import boolean as boolean_kind
+from ...kinds import date as date_kind
+from ...kinds import enum as enum_kind
+from ...kinds import integer as integer_kind
+
 Value = bool | int | str
 
 MAX_DOCUMENT_CHARS = 1800  # the model reads about 350 tokens of document
 
-BOOLEAN: dict[str, Any] = {"type": "boolean"}
-DATE: dict[str, Any] = {"type": "string", "format": "date"}
+# Answer schemas as each kind writes them.
+BOOLEAN: dict[str, Any] = boolean_kind.json_schema()
+DATE: dict[str, Any] = date_kind.json_schema()
 
 
 def enum(*choices: str) -> dict[str, Any]:
-    return {"type": "string", "enum": list(choices)}
+    return enum_kind.json_schema(*choices)
 
 
 def integer(minimum: int, maximum: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+    return integer_kind.json_schema(minimum, maximum)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Grounded integer and date slots: value mentions in a document and the candidates computed from them."""

@@ -1,0 +1,177 @@
+"""The values an integer or date slot can reach from a document's mentions: a copy or one step.
+
+Order is deterministic: every copy first, in document order; then the one-step results ordered by
+their latest operand (so steps over earlier mentions come first, whatever the operation), then by
+operation in `OPERATIONS` order, then by operands. Values outside the slot's bounds are dropped, a
+value reachable several ways keeps its first derivation, and at most `limit` candidates remain.
+
+Amounts add and subtract within their own kind: numbers with numbers, durations with durations of
+the same unit (30 days + 15 days, never 30 days + 2 weeks or 10 business days). Two-operand steps run over the first
+`PAIR_POOL` distinct values of each kind, sums of three and four over the first `SUM_POOL`.
+Percentages are copied and serve as the p of "p percent of" a number, never as an amount.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from .date_math import shift
+from .mention import Mention
+
+OPERATIONS = ("copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of")
+MAX_CANDIDATES = 256  # keeps a slot's table of choices small
+PAIR_POOL = 24  # distinct values per operand role in two-operand steps (276 pairs at most)
+SUM_POOL = 8  # sums of three and four amounts over the first 8 distinct ones (56 + 70 sums)
+
+_RANK = {operation: rank for rank, operation in enumerate(OPERATIONS)}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A value a slot may take, with how it is reached from the mentions."""
+
+    value: int | dt.date
+    operation: str  # one of OPERATIONS
+    operands: tuple[int, ...]  # indices into the mention list
+    terms: tuple[str, ...]  # the operands as `describe` writes them
+
+    def describe(self) -> str:
+        """The derivation in words: "2024-03-08 + 30 days", "5% of 16000"."""
+        terms = self.terms
+        if self.operation == "copy":
+            return f"copy {terms[0]}"
+        if self.operation == "date_minus" or self.operation == "subtract":
+            return f"{terms[0]} - {terms[1]}"
+        if self.operation == "days_between":
+            return f"days from {terms[0]} to {terms[1]}"
+        if self.operation == "percent_of":
+            return f"{terms[0]} of {terms[1]}"
+        return " + ".join(terms)
+
+
+def integer_candidates(
+    mentions: Sequence[Mention],
+    minimum: int | None = None,
+    maximum: int | None = None,
+    limit: int = MAX_CANDIDATES,
+) -> list[Candidate]:
+    """Copies of numbers and duration counts, days between dates, a + b, a - b, sums, p% of a."""
+    copies = [_step(mentions, "copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
+    groups = _amount_groups(mentions)
+    percents = _distinct(mentions, lambda m: m.unit == "percent")[:PAIR_POOL]
+    dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
+    steps = []
+    for i, j in combinations(dates, 2):
+        if mentions[i].start != mentions[j].start:  # not two readings of one ambiguous date
+            early, late = sorted((i, j), key=lambda k: mentions[k].value)
+            days = (mentions[late].value - mentions[early].value).days
+            steps.append(_step(mentions, "days_between", days, early, late))
+    for amounts in groups.values():
+        for i, j in combinations(amounts, 2):
+            a, b = mentions[i].value, mentions[j].value
+            steps.append(_step(mentions, "add", a + b, i, j))
+            big, small = (i, j) if a > b else (j, i)
+            steps.append(_step(mentions, "subtract", abs(a - b), big, small))
+        for size in (3, 4):
+            for terms in combinations(amounts[:SUM_POOL], size):
+                steps.append(_step(mentions, "sum", sum(mentions[k].value for k in terms), *terms))
+    for p in percents:
+        for a in groups.get("number", []):
+            # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
+            value = (2 * mentions[p].value * mentions[a].value + 100) // 200
+            steps.append(_step(mentions, "percent_of", value, p, a))
+    return _finish(copies, steps, _within(minimum, maximum), limit)
+
+
+def date_candidates(
+    mentions: Sequence[Mention],
+    low: dt.date | None = None,
+    high: dt.date | None = None,
+    limit: int = MAX_CANDIDATES,
+) -> list[Candidate]:
+    """Copies of dates, and each date plus or minus each duration."""
+    copies = [_step(mentions, "copy", m.value, i) for i, m in enumerate(mentions) if m.kind == "date"]
+    dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
+    durations = _distinct(mentions, lambda m: m.kind == "duration", key=lambda m: (m.value, m.unit, m.business))
+    steps = []
+    for d in dates:
+        for u in durations[:PAIR_POOL]:
+            day, duration = mentions[d], mentions[u]
+            for operation, sign in (("date_plus", 1), ("date_minus", -1)):
+                try:
+                    value = shift(day.value, sign * duration.value, duration.unit, duration.business)
+                except OverflowError:
+                    continue  # past the ends of the calendar
+                steps.append(_step(mentions, operation, value, d, u))
+    return _finish(copies, steps, _within(low, high), limit)
+
+
+def covers(candidates: Iterable[Candidate], value: int | dt.date) -> bool:
+    """Whether some candidate takes exactly `value`."""
+    return any(type(c.value) is type(value) and c.value == value for c in candidates)
+
+
+def _step(mentions: Sequence[Mention], operation: str, value: int | dt.date, *operands: int) -> Candidate:
+    return Candidate(value, operation, operands, tuple(_term(mentions[i]) for i in operands))
+
+
+def _term(mention: Mention) -> str:
+    """A mention as a derivation writes it: "2024-03-08", "16000", "5%", "10 business days"."""
+    if mention.kind == "date":
+        return mention.value.isoformat()
+    if mention.unit == "percent":
+        return f"{mention.value}%"
+    if mention.kind == "duration":
+        unit = mention.unit if mention.value != 1 else mention.unit[:-1]
+        return f"{mention.value} {'business ' if mention.business else ''}{unit}"
+    return str(mention.value)
+
+
+def _amount_groups(mentions: Sequence[Mention]) -> dict[str, list[int]]:
+    """Amounts that add up together: plain numbers, and durations of one unit; distinct, capped."""
+    groups: dict[str, list[int]] = {}
+    seen: set[tuple[str, int]] = set()
+    for i, mention in enumerate(mentions):
+        if mention.kind == "date" or mention.unit == "percent":
+            continue
+        group = "number" if mention.unit is None else mention.unit + (" business" if mention.business else "")
+        if (group, mention.value) not in seen:
+            seen.add((group, mention.value))
+            groups.setdefault(group, []).append(i)
+    return {group: indices[:PAIR_POOL] for group, indices in groups.items()}
+
+
+def _distinct(
+    mentions: Sequence[Mention], wanted: Callable[[Mention], bool], key: Callable[[Mention], object] | None = None
+) -> list[int]:
+    """Indices of the first mention of each distinct value (or `key`) among the wanted ones."""
+    seen: set = set()
+    kept = []
+    for i, mention in enumerate(mentions):
+        mark = mention.value if key is None else key(mention)
+        if wanted(mention) and mark not in seen:
+            seen.add(mark)
+            kept.append(i)
+    return kept
+
+
+def _within(low, high) -> Callable[[object], bool]:
+    """A test for the slot's inclusive bounds; None leaves that side open."""
+    return lambda value: (low is None or value >= low) and (high is None or value <= high)
+
+
+def _finish(copies: list[Candidate], steps: list[Candidate], allowed: Callable, limit: int) -> list[Candidate]:
+    """Copies, then steps in their fixed order; in bounds, first derivation of a value, capped."""
+    steps.sort(key=lambda c: (max(c.operands), _RANK[c.operation], c.operands))
+    kept: list[Candidate] = []
+    seen: set = set()
+    for candidate in copies + steps:
+        if len(kept) >= limit:
+            break
+        if candidate.value not in seen and allowed(candidate.value):
+            seen.add(candidate.value)
+            kept.append(candidate)
+    return kept

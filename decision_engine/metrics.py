@@ -1,0 +1,47 @@
+"""Figures `eval` reports beside accuracy: calibration, where evidence points, what grounding can reach."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+CALIBRATION_BINS = 10
+
+
+def expected_calibration_error(confidences: Sequence[float], right: Sequence[bool], bins: int = CALIBRATION_BINS) -> float:
+    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by each bin's share of answers."""
+    if len(confidences) != len(right):
+        raise ValueError("need one correctness flag per confidence")
+    if not confidences:
+        return 0.0
+    totals = [[0, 0.0, 0] for _ in range(bins)]  # answers, summed confidence, right answers
+    for confidence, ok in zip(confidences, right):
+        b = min(int(confidence * bins), bins - 1)
+        totals[b][0] += 1
+        totals[b][1] += confidence
+        totals[b][2] += bool(ok)
+    return sum(abs(c - r) for n, c, r in totals if n) / len(confidences)
+
+
+def overlaps(span: tuple[int, int], golds: Sequence[Sequence[int]]) -> bool:
+    """Whether a character range shares at least one character with any gold range."""
+    start, end = span
+    return any(min(end, g[1]) > max(start, g[0]) for g in golds)
+
+
+def grounding_reachable(document: str, schema, gold) -> bool | None:
+    """Whether the document's mentions give a candidate equal to `gold` for an integer or date slot (None: other kinds)."""
+    from .grounding.candidates import covers, date_candidates, integer_candidates
+    from .grounding.mentions import find_mentions
+
+    if schema.type == "integer":
+        if isinstance(gold, bool) or not isinstance(gold, int):
+            return False
+        return covers(integer_candidates(find_mentions(document), schema.minimum, schema.maximum), gold)
+    if schema.type == "string" and schema.format == "date":
+        try:
+            day = dt.date.fromisoformat(gold)
+        except (TypeError, ValueError):
+            return False
+        return covers(date_candidates(find_mentions(document), None, None), day)
+    return None

@@ -1,0 +1,66 @@
+"""Which engine to build: the typed options every command (and the service) shares, and their flags."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from .types import Mode
+from .validation import Limits
+
+Retrieval = Literal["hybrid", "lexical", "leading"]  # dense + BM25 spans, BM25 spans, the document's first tokens
+RETRIEVALS: tuple[str, ...] = get_args(Retrieval)
+MODES: tuple[str, ...] = get_args(Mode)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The model, where it runs, how document context is chosen, and what requests it accepts."""
+
+    model: str | None = None  # checkpoint folder; None: the bundled model
+    device: str = "cpu"  # torch device, e.g. cpu or cuda
+    retrieval: Retrieval = "lexical"  # what inference and training default to
+    trust_remote_code: bool = False  # let a Hugging Face checkpoint run its own code
+    limits: Limits = Limits()  # size limits on accepted requests
+
+    def __post_init__(self):
+        if self.retrieval not in RETRIEVALS:
+            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, not {self.retrieval!r}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> EngineOptions:
+        """The options parsed from the flags `add_engine_arguments` added."""
+        return cls(
+            model=args.model,
+            device=args.device,
+            retrieval=args.retrieval,
+            trust_remote_code=args.trust_remote_code,
+            limits=Limits(max_document_chars=args.max_document_chars),
+        )
+
+
+def add_engine_arguments(
+    parser: argparse.ArgumentParser, *, model: bool = True, devices: Sequence[str] | None = None
+) -> None:
+    """Add --model, --trust-remote-code, --device, --retrieval and --max-document-chars to `parser`;
+    with `model=False` (training) only --device and --retrieval. `devices` restricts --device."""
+    defaults = EngineOptions()
+    if model:
+        parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+        parser.add_argument("--trust-remote-code", action="store_true", help="allow a Hugging Face model's own code")
+    parser.add_argument("--device", default=defaults.device, choices=devices, help="torch device, e.g. cpu or cuda")
+    parser.add_argument(
+        "--retrieval", choices=RETRIEVALS, default=defaults.retrieval, help="how document context is chosen"
+    )
+    if model:
+        parser.add_argument(
+            "--max-document-chars", type=int, default=defaults.limits.max_document_chars,
+            help="longer documents are refused",
+        )
+
+
+def add_mode_argument(parser: argparse.ArgumentParser) -> None:
+    """Add --mode, which overrides each request's own mode."""
+    parser.add_argument("--mode", choices=MODES, help="override each request's mode")

@@ -1,0 +1,193 @@
+"""Candidate values for integer and date slots: copies and one-step arithmetic over mentions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from decision_engine.grounding.candidates import (
+    MAX_CANDIDATES,
+    Candidate,
+    covers,
+    date_candidates,
+    integer_candidates,
+)
+from decision_engine.grounding.date_math import add_business_days, shift
+from decision_engine.grounding.mentions import Mention, find_mentions
+
+D = dt.date
+
+
+def _derivation(candidates: list[Candidate], value) -> str | None:
+    return next((c.describe() for c in candidates if c.value == value), None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "derivation"),
+    [
+        ("from 2024-03-08 for 30 days", D(2024, 4, 7), "2024-03-08 + 30 days"),
+        ("from 2024-03-08 for two weeks", D(2024, 3, 22), "2024-03-08 + 2 weeks"),
+        ("from 30 November 2023 for 3 months", D(2024, 2, 29), "2023-11-30 + 3 months"),  # clamped, leap year
+        ("from 31 January 2023 for one (1) month", D(2023, 2, 28), "2023-01-31 + 1 month"),
+        ("from February 29, 2024 for one year", D(2025, 2, 28), "2024-02-29 + 1 year"),
+        ("from 2024-03-08 for 10 business days", D(2024, 3, 22), "2024-03-08 + 10 business days"),  # a Friday
+        ("from 2024-03-08 for 30 days", D(2024, 2, 7), "2024-03-08 - 30 days"),
+        ("from 31 March 2024 for 1 month", D(2024, 2, 29), "2024-03-31 - 1 month"),
+        ("from 2024-03-11 for 5 business days", D(2024, 3, 4), "2024-03-11 - 5 business days"),
+    ],
+    ids=["plus-30-days", "plus-2-weeks", "plus-3-months-clamp", "plus-1-month-clamp", "plus-1-year-from-feb-29",
+         "plus-10-business-days", "minus-30-days", "minus-1-month-clamp", "minus-5-business-days"],
+)  # fmt: skip
+def test_date_arithmetic(text, expected, derivation):
+    candidates = date_candidates(find_mentions(text))
+    assert covers(candidates, expected)
+    assert _derivation(candidates, expected) == derivation
+
+
+def test_business_days_skip_weekends_only():
+    friday, saturday = D(2024, 3, 8), D(2024, 3, 9)
+    assert add_business_days(friday, 1) == D(2024, 3, 11)
+    assert add_business_days(saturday, 5) == D(2024, 3, 15)
+    assert add_business_days(saturday, -1) == friday
+    assert add_business_days(D(2024, 3, 11), -1) == friday
+    assert shift(D(2024, 12, 23), 3, "days", business=True) == D(2024, 12, 26)  # no holidays
+    assert shift(D(2024, 1, 31), 13, "months") == D(2025, 2, 28)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "derivation"),
+    [
+        ("from 1 March 2024 to 2024-03-31", 30, "days from 2024-03-01 to 2024-03-31"),
+        ("until 2024-03-31, since 1 March 2024", 30, "days from 2024-03-01 to 2024-03-31"),  # later one first
+        ("1,450 units, 450 shipped", 1000, "1450 - 450"),
+        ("450 shipped of 1,450 units", 1000, "1450 - 450"),
+        ("12 units and 30 units", 42, "12 + 30"),
+        ("fees of $100, $250 and $1,000", 1350, "100 + 250 + 1000"),
+        ("fees of 1, 2, 4 and 8", 15, "1 + 2 + 4 + 8"),
+        ("5% of $16,000", 800, "5% of 16000"),
+        ("5% of $1,450", 73, "5% of 1450"),  # 72.5 rounds half up
+        ("within thirty (30) days", 30, "copy 30 days"),
+        ("30 days and 15 days", 45, "30 days + 15 days"),
+    ],
+    ids=["days-between", "days-between-reversed", "a-minus-b", "a-minus-b-reversed", "a-plus-b", "sum-of-3",
+         "sum-of-4", "percent-of", "percent-rounds-half-up", "duration-count", "durations-add"],
+)  # fmt: skip
+def test_integer_arithmetic(text, expected, derivation):
+    candidates = integer_candidates(find_mentions(text), 0, 10**9)
+    assert covers(candidates, expected)
+    assert _derivation(candidates, expected) == derivation
+
+
+def test_unlike_amounts_do_not_mix():
+    candidates = integer_candidates(find_mentions("30 days or two weeks or 10 business days, fee $5, rate 7%"), 0, 1000)
+    assert not covers(candidates, 32)  # 30 days + 2 weeks
+    assert not covers(candidates, 40)  # 30 days + 10 business days
+    assert not covers(candidates, 35)  # 30 days + $5
+    assert not covers(candidates, 12)  # 7% is a rate, not an amount
+    assert covers(candidates, 7)  # but it can be copied
+
+
+def test_two_readings_of_one_date_are_not_a_span():
+    mentions = find_mentions("signed 08/03/2024")
+    assert [m.ambiguous for m in mentions] == [True, True]
+    assert [c.operation for c in integer_candidates(mentions, 0, 10**6)] == []
+    assert [c.value for c in date_candidates(mentions)] == [D(2024, 3, 8), D(2024, 8, 3)]
+
+
+def test_bounds_drop_candidates():
+    mentions = find_mentions("1,450 units, 450 shipped, on 2024-03-08 for 30 days")
+    values = [c.value for c in integer_candidates(mentions, 100, 1500)]
+    assert values == [1450, 450, 1000]  # 30 and 1900 (1450 + 450) are out of bounds
+    dates = [c.value for c in date_candidates(mentions, D(2024, 3, 1), D(2024, 3, 31))]
+    assert dates == [D(2024, 3, 8)]
+
+
+def test_first_derivation_wins():
+    mentions = find_mentions("100 and 200 and 300")
+    candidates = integer_candidates(mentions, 0, 10**6)
+    assert [c.describe() for c in candidates if c.value == 300] == ["copy 300"]  # not "100 + 200"
+    assert len({c.value for c in candidates}) == len(candidates)
+
+
+def test_order_is_copies_then_steps_by_latest_operand():
+    mentions = find_mentions("5% of 16,000 and 300, from 2024-03-08 to 2024-04-08")
+    candidates = integer_candidates(mentions, 0, 10**6)
+    steps = ["percent_of", "add", "subtract", "percent_of", "days_between"]
+    assert [c.operation for c in candidates] == ["copy"] * 3 + steps
+    assert candidates[3].operands == (0, 1)
+
+
+def test_the_cap_keeps_a_deterministic_prefix():
+    text = " ".join(f"{n**3:,} units" for n in range(2, 40)) + " and 3%"
+    mentions = find_mentions(text)
+    capped = integer_candidates(mentions, 0, 10**6)
+    assert len(capped) == MAX_CANDIDATES
+    assert capped == integer_candidates(mentions, 0, 10**6)
+    assert integer_candidates(mentions, 0, 10**6, limit=10 * MAX_CANDIDATES)[:MAX_CANDIDATES] == capped
+    assert integer_candidates(mentions, 0, 10**6, limit=20) == capped[:20]
+
+
+def test_calendar_ends_do_not_break_dates():
+    candidates = date_candidates(find_mentions("until 9999-12-01 and 0001-01-05 plus 2 months"))
+    assert [c.describe() for c in candidates] == [
+        "copy 9999-12-01",
+        "copy 0001-01-05",
+        "0001-01-05 + 2 months",  # same latest operand: date_plus before date_minus
+        "9999-12-01 - 2 months",
+    ]
+
+
+def test_covers_needs_the_exact_type():
+    candidates = [Candidate(D(2024, 3, 8), "copy", (0,), ("2024-03-08",)), Candidate(1, "copy", (1,), ("1",))]
+    assert covers(candidates, D(2024, 3, 8))
+    assert not covers(candidates, dt.datetime(2024, 3, 8))
+    assert not covers(candidates, True)
+    assert not covers(candidates, 2)
+
+
+# Properties over arbitrary mention lists.
+
+_DATES = st.dates(D(1, 1, 1), D(9999, 12, 31))
+_MENTION = st.one_of(
+    st.builds(lambda v: Mention("date", 0, 1, v, "d"), _DATES),
+    st.builds(lambda v, pct: Mention("number", 0, 1, v, "n", unit="percent" if pct else None),
+              st.integers(0, 10**7), st.booleans()),
+    st.builds(lambda v, unit, b: Mention("duration", 0, 1, v, "t", unit=unit, business=b and unit == "days"),
+              st.integers(0, 400), st.sampled_from(["days", "weeks", "months", "years"]), st.booleans()),
+)  # fmt: skip
+
+
+@given(st.lists(_MENTION, max_size=40), st.integers(-5, 10**6), st.integers(0, 10**7))
+def test_integer_candidates_are_well_formed(mentions, low, span):
+    candidates = integer_candidates(mentions, low, low + span)
+    assert len(candidates) <= MAX_CANDIDATES
+    assert len({c.value for c in candidates}) == len(candidates)
+    for c in candidates:
+        assert low <= c.value <= low + span and isinstance(c.value, int)
+        if c.operation == "copy":
+            assert c.value == mentions[c.operands[0]].value
+    assert candidates == integer_candidates(list(mentions), low, low + span)
+
+
+@given(st.lists(_MENTION, max_size=40), _DATES, st.integers(0, 10**6))
+def test_date_candidates_are_well_formed(mentions, low, span):
+    high = min(low + dt.timedelta(days=span), D(9999, 12, 31))
+    candidates = date_candidates(mentions, low, high)
+    assert len(candidates) <= MAX_CANDIDATES
+    for c in candidates:
+        assert low <= c.value <= high
+        if c.operation == "copy":
+            assert c.value == mentions[c.operands[0]].value
+        else:
+            day, duration = (mentions[i] for i in c.operands)
+            sign = 1 if c.operation == "date_plus" else -1
+            assert c.value == shift(day.value, sign * duration.value, duration.unit, duration.business)
+
+
+@given(st.dates(D(1990, 1, 1), D(2100, 12, 31)), st.integers(1, 365))
+def test_a_written_date_plus_written_days_is_covered(day, days):
+    text = f"Starting {day.day} {day.strftime('%B')} {day.year}, within {days} days."
+    assert covers(date_candidates(find_mentions(text)), day + dt.timedelta(days=days))

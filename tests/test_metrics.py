@@ -1,0 +1,55 @@
+"""The figures eval reports beside accuracy: calibration error, first-evidence overlap, grounding reach."""
+
+from __future__ import annotations
+
+import pytest
+
+from decision_engine.metrics import expected_calibration_error, grounding_reachable, overlaps
+from decision_engine.types import AnswerSchema
+
+
+def test_calibration_error_of_honest_confidence_is_zero():
+    # 10 answers at 0.9 with 9 right, 10 at 0.55 with 5.5 right on average (here 11 of 20)
+    confidences = [0.9] * 10 + [0.55] * 20
+    right = [True] * 9 + [False] + [True] * 11 + [False] * 9
+    assert expected_calibration_error(confidences, right) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_calibration_error_of_overconfidence():
+    # always 0.95 sure, right half the time: off by 0.45
+    assert expected_calibration_error([0.95] * 4, [True, False, True, False]) == pytest.approx(0.45)
+
+
+def test_calibration_bins_are_weighted_by_their_share():
+    # bin 0.9-1.0: 3 answers at 1.0, all right (error 0); bin 0.0-0.1: 1 answer at 0.05, right (error 0.95)
+    assert expected_calibration_error([1.0, 1.0, 1.0, 0.05], [True] * 4) == pytest.approx(0.95 / 4)
+
+
+def test_calibration_needs_matching_lengths():
+    with pytest.raises(ValueError):
+        expected_calibration_error([0.5], [])
+    assert expected_calibration_error([], []) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("span", "golds", "expected"),
+    [((10, 20), [(19, 30)], True), ((10, 20), [(20, 30)], False), ((10, 20), [(0, 5), (12, 13)], True), ((5, 6), [], False)],
+)
+def test_overlap_needs_a_shared_character(span, golds, expected):
+    assert overlaps(span, golds) is expected
+
+
+DOCUMENT = "Notice was received on 8 March 2024; the lease requires thirty (30) days of notice. Rent is $1,450 and the fee $200."
+
+
+def test_grounding_reach_of_integers_and_dates():
+    integer = AnswerSchema(type="integer", minimum=0, maximum=100_000)
+    date = AnswerSchema(type="string", format="date")
+    assert grounding_reachable(DOCUMENT, integer, 30) is True  # copied
+    assert grounding_reachable(DOCUMENT, integer, 1450) is True  # copied
+    assert grounding_reachable(DOCUMENT, integer, 1650) is True  # 1,450 + 200
+    assert grounding_reachable(DOCUMENT, integer, 7) is False
+    assert grounding_reachable(DOCUMENT, integer, True) is False  # a boolean is not an integer answer
+    assert grounding_reachable(DOCUMENT, date, "2024-04-07") is True  # 8 March 2024 + 30 days
+    assert grounding_reachable(DOCUMENT, date, "2024-05-01") is False
+    assert grounding_reachable(DOCUMENT, AnswerSchema(type="boolean"), True) is None
