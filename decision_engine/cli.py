@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -126,7 +127,7 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     try:
         groups = load_groups(path, args.format, args.split, args.group_size)
-    except (ValueError, KeyError, msgspec.DecodeError) as error:
+    except (ValueError, KeyError, msgspec.DecodeError, RecursionError) as error:  # RecursionError: nested too deeply
         print(f"error: {path}: cannot read as {args.format}: {error}", file=sys.stderr)
         return EXIT_INVALID
     if args.limit:
@@ -188,7 +189,7 @@ def _prior_answers(args: argparse.Namespace, path: Path) -> tuple[dict | None, s
             return None, f"{source}: no such file"
         try:
             labelled = load_groups(source, "jsonl")
-        except (ValueError, KeyError, TypeError, msgspec.DecodeError) as error:
+        except (ValueError, KeyError, TypeError, msgspec.DecodeError, RecursionError) as error:
             return None, f"{source}: cannot read as labelled JSON Lines: {error}"
         if not labelled:
             return None, f"{source}: no line carries \"labels\""
@@ -347,7 +348,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "batch_size", 1) < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    return args.func(args)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is met inside the try
+    except BrokenPipeError:
+        return _reader_left()
+    return code
+
+
+def _reader_left() -> int:
+    """The reader of our output went away (`report | head`): stop quietly, as other command-line tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush at exit must not fail again
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from .backends.protocol import DenoisingModel
 from .decoding.denoise import run_denoising
 from .decoding.layout import ContextBuilder, Layout, LeadingContext, lay_out
+from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
 from .validation import Limits
@@ -123,12 +124,16 @@ class DecisionEngine:
         broken = p.rules.violations(values)
         if broken:
             raise InvalidOutputError(f"answers break rules {broken}")
+        settled = fixed_by(p.request, p.group.chosen)
+        own = [math.exp(log) for log in p.group.log_confidence]  # a forced slot's own is 1.0: nothing was chosen
+        confidences = rule_bounded(p.request, values, settled, own)
         answers = [
             Answer(
                 id=q.id,
                 value=v,
-                confidence=round(math.exp(p.group.log_confidence[i]), 6),
+                confidence=round(confidences[i], 6),
                 step=p.group.fixed_step[i] or 0,
+                fixed_by=settled[i],
                 evidence=p.evidence[i] or _pointed(p, i) or None,
             )
             for i, (q, v) in enumerate(zip(p.request.questions, values))

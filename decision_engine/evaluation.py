@@ -175,7 +175,7 @@ def evaluate(
                 agree_prior += sum(same_answer(q.schema, priors.get(q.id), v) for q, v in given)
             correct += sum(right)
             for q, answer, ok in zip(request.questions, response.answers, right):
-                if answer.step:
+                if answer.fixed_by == "model":
                     chosen.append((answer.confidence, ok))
                 golds = g.evidence.get(q.id)
                 if golds:

@@ -37,15 +37,21 @@ class EngineOptions:
             device=args.device,
             retrieval=args.retrieval,
             trust_remote_code=args.trust_remote_code,
-            limits=Limits(max_document_chars=args.max_document_chars),
+            limits=Limits(
+                max_document_chars=args.max_document_chars,
+                max_rules=args.max_rules,
+                max_rule_values=args.max_rule_values,
+                max_rule_values_total=args.max_rule_values_total,
+            ),
         )
 
 
 def add_engine_arguments(
     parser: argparse.ArgumentParser, *, model: bool = True, devices: Sequence[str] | None = None
 ) -> None:
-    """Add --model, --trust-remote-code, --device, --retrieval and --max-document-chars to `parser`;
-    with `model=False` (training) only --device and --retrieval. `devices` restricts --device."""
+    """Add --model, --trust-remote-code, --device, --retrieval and the request limits (--max-document-chars,
+    --max-rules, --max-rule-values, --max-rule-values-total) to `parser`; with `model=False` (training) only
+    --device and --retrieval. `devices` restricts --device."""
     defaults = EngineOptions()
     if model:
         parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
@@ -59,6 +65,23 @@ def add_engine_arguments(
             "--max-document-chars", type=int, default=defaults.limits.max_document_chars,
             help="longer documents are refused",
         )
+        parser.add_argument("--max-rules", type=_positive, default=defaults.limits.max_rules,
+                            help="requests with more rules are refused")
+        parser.add_argument("--max-rule-values", type=_positive, default=defaults.limits.max_rule_values,
+                            help="a rule listing more values (if and then together) is refused")
+        parser.add_argument("--max-rule-values-total", type=_positive, default=defaults.limits.max_rule_values_total,
+                            help="requests whose rules list more values in all are refused")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return number
 
 
 def add_mode_argument(parser: argparse.ArgumentParser) -> None:

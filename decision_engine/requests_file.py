@@ -14,6 +14,7 @@ import msgspec
 
 from .errors import RequestError
 from .field_errors import field_error
+from .json_input import decode_json
 from .types import DecisionRequest, Value
 from .validation import Limits, request_from_object
 
@@ -56,8 +57,8 @@ def read_requests(path: Path, limits: Limits = Limits()) -> Iterator[RequestItem
         yield RequestItem(1, "1", None, None, RequestError("request", f"file is not valid UTF-8 (byte {error.start})"))
         return
     try:
-        whole = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+        whole = decode_json(text)
+    except (RequestError, msgspec.DecodeError):  # JSON Lines, or too deep: each line is read on its own
         whole = None
     if isinstance(whole, dict):
         yield request_item(whole, 1, limits)
@@ -66,7 +67,10 @@ def read_requests(path: Path, limits: Limits = Limits()) -> Iterator[RequestItem
         if not line.strip():
             continue
         try:
-            obj = msgspec.json.decode(line)
+            obj = decode_json(line)
+        except RequestError as error:
+            yield RequestItem(number, str(number), None, None, error)
+            continue
         except msgspec.DecodeError as error:
             yield RequestItem(number, str(number), None, None, RequestError("request", f"not valid JSON: {error}"))
             continue

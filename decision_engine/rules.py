@@ -69,6 +69,19 @@ class CompiledRule:
     conclusions: tuple[Clause, ...]
 
 
+def _atoms(classes: Sequence[SlotClasses], clauses: Sequence[Clause]) -> list[list[int]]:
+    """Per slot, each class's atom: classes in exactly the same clauses share one, numbered by first class."""
+    member: list[list[list[int]]] = [[[] for _ in range(c.count)] for c in classes]
+    for number, clause in enumerate(clauses):
+        for k in clause.classes:
+            member[clause.slot][k].append(number)
+    atom_of = []
+    for slot_members in member:
+        numbering: dict[tuple[int, ...], int] = {}
+        atom_of.append([numbering.setdefault(tuple(m), len(numbering)) for m in slot_members])
+    return atom_of
+
+
 def slot_classes(schema: AnswerSchema, mentioned: Sequence[Value]) -> SlotClasses:
     """Classes for a slot given the values rules mention for it."""
     kind = kind_of(schema)
@@ -82,17 +95,25 @@ def slot_classes(schema: AnswerSchema, mentioned: Sequence[Value]) -> SlotClasse
 
 
 class RuleSet:
-    """Compiled rules over the slots of one request."""
+    """Compiled rules over the slots of one request.
 
-    def __init__(self, classes: list[SlotClasses], rules: list[CompiledRule]):
+    Classes that every clause either holds or leaves out alike are one atom: the rules cannot tell
+    them apart, so the solver works on atoms, at most one per distinct clause membership. A rule
+    set naming thousands of values for a slot thus costs about as much as one naming a handful.
+    """
+
+    def __init__(self, classes: list[SlotClasses], atom_of: list[list[int]], rules: list[CompiledRule]):
         self.classes = classes
-        self.rules = rules
+        self.atom_of = atom_of  # per slot: class index -> atom index
+        self.atoms = [max(a, default=-1) + 1 for a in atom_of]  # per slot: how many atoms
+        self.rules = rules  # clauses hold atom indices
         involved = {c.slot for r in rules for c in (*r.premises, *r.conclusions)}
         self.involved = sorted(involved)
+        self._supported: dict[tuple[frozenset[int], ...], list[set[int]]] = {}  # atom domains -> supported atoms
 
     @classmethod
     def compile(cls, schemas: Sequence[AnswerSchema], ids: Sequence[str], rules: Sequence[Rule]) -> RuleSet:
-        """Compile validated rules; `ids[i]` names slot i."""
+        """Compile validated rules; `ids[i]` names slot i. Linear in the number of values the rules name."""
         position = {qid: i for i, qid in enumerate(ids)}
         mentioned: list[list[Value]] = [[] for _ in ids]
         for rule in rules:
@@ -102,24 +123,31 @@ class RuleSet:
         classes = [slot_classes(s, m) for s, m in zip(schemas, mentioned)]
 
         def clauses(side: dict[str, list[Value]]) -> tuple[Clause, ...]:
-            out = []
-            for qid, values in side.items():
-                slot = position[qid]
-                out.append(Clause(slot, frozenset(classes[slot].index(v) for v in values)))
-            return tuple(out)
+            slots = [position[qid] for qid in side]
+            return tuple(Clause(s, frozenset(classes[s].index(v) for v in vs)) for s, vs in zip(slots, side.values()))
 
-        compiled = [CompiledRule(clauses(r.if_), clauses(r.then)) for r in rules]
-        return cls(classes, compiled)
+        def to_atoms(side: tuple[Clause, ...]) -> tuple[Clause, ...]:
+            return tuple(Clause(c.slot, frozenset(atom_of[c.slot][k] for k in c.classes)) for c in side)
+
+        by_class = [(clauses(rule.if_), clauses(rule.then)) for rule in rules]
+        atom_of = _atoms(classes, [c for pair in by_class for side in pair for c in side])
+        compiled = [CompiledRule(to_atoms(premises), to_atoms(conclusions)) for premises, conclusions in by_class]
+        return cls(classes, atom_of, compiled)
 
     def full_domains(self) -> list[set[int]]:
+        """Every class of every slot."""
         return [set(range(c.count)) for c in self.classes]
+
+    def _atom_domains(self, domains: Sequence[set[int]]) -> list[set[int]]:
+        return [{atoms[c] for c in d} for atoms, d in zip(self.atom_of, domains)]
 
     def holds(self, assignment: Sequence[int]) -> list[int]:
         """Indices of the rules that the class assignment breaks (empty when all hold)."""
+        atoms = [self.atom_of[slot][c] for slot, c in enumerate(assignment)]
         broken = []
         for i, rule in enumerate(self.rules):
-            if all(assignment[p.slot] in p.classes for p in rule.premises) and not all(
-                assignment[c.slot] in c.classes for c in rule.conclusions
+            if all(atoms[p.slot] in p.classes for p in rule.premises) and not all(
+                atoms[c.slot] in c.classes for c in rule.conclusions
             ):
                 broken.append(i)
         return broken
@@ -130,30 +158,46 @@ class RuleSet:
 
     def solve(self, domains: Sequence[set[int]]) -> list[int] | None:
         """One class per slot satisfying every rule within `domains`, or None."""
-        doms = [set(d) for d in domains]
-        budget = [SEARCH_BUDGET]
-        found = self._search(doms, budget)
+        found = self._solve_atoms(self._atom_domains(domains))
         if found is None:
             return None
-        return [min(d) for d in found]
+        return [min(c for c in d if atoms[c] in f) for atoms, d, f in zip(self.atom_of, domains, found)]
+
+    def _solve_atoms(self, domains: Sequence[set[int]]) -> list[set[int]] | None:
+        return self._search([set(d) for d in domains], [SEARCH_BUDGET])
 
     def supported(self, domains: Sequence[set[int]]) -> list[set[int]]:
         """For each slot, the classes that belong to at least one full solution."""
-        result = [set(d) for d in domains]
         if not self.rules:
-            return result
+            return [set(d) for d in domains]
+        atoms = self._supported_atoms(self._atom_domains(domains))
+        return [
+            {c for c in d if of[c] in kept} if slot in self.involved else set(d)
+            for slot, (of, d, kept) in enumerate(zip(self.atom_of, domains, atoms))
+        ]
+
+    def _supported_atoms(self, domains: list[set[int]]) -> list[set[int]]:
+        """For each slot, the atoms that belong to at least one full solution (remembered per domains)."""
+        key = tuple(frozenset(d) for d in domains)
+        known = self._supported.get(key)
+        if known is not None:
+            return known
+        result = [set(d) for d in domains]
         for slot in self.involved:
             result[slot] = set()
         for slot in self.involved:
-            for cls in sorted(domains[slot]):
-                if cls in result[slot]:
+            for atom in sorted(domains[slot]):
+                if atom in result[slot]:
                     continue
                 trial = [set(d) for d in domains]
-                trial[slot] = {cls}
-                solution = self.solve(trial)
+                trial[slot] = {atom}
+                solution = self._solve_atoms(trial)
                 if solution is not None:
                     for s in self.involved:
-                        result[s].add(solution[s])
+                        result[s].add(min(solution[s]))
+        if len(self._supported) >= 1024:
+            self._supported.clear()
+        self._supported[key] = result
         return result
 
     def _propagate(self, doms: list[set[int]]) -> bool:

@@ -20,6 +20,8 @@ QuestionId = Annotated[
 # JSON true/false decode to bool, integers to int, everything else to str.
 Value = bool | int | str
 Mode = Literal["joint", "independent", "sequential"]
+# What settled an answer: the model chose it, a declared rule forced it, or its schema admits one value only.
+FixedBy = Literal["model", "rule", "schema"]
 
 
 class Document(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -27,7 +29,7 @@ class Document(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
     text: str
     title: str | None = None
-    id: str | None = None
+    id: Annotated[str, Meta(min_length=1, max_length=200)] | None = None  # the client's own id, stored and filterable
 
 
 class AnswerSchema(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -91,12 +93,16 @@ class Evidence(msgspec.Struct, omit_defaults=True):
 
 
 class Answer(msgspec.Struct, omit_defaults=True):
-    """The decided value of one question."""
+    """The decided value of one question.
+
+    A rule-fixed answer's confidence is at most that of the answers whose values triggered the rule.
+    """
 
     id: str
     value: Value
     confidence: float
-    step: int  # denoising step (1-based) at which the slot was fixed; 0 if fixed by its schema alone
+    step: int  # denoising step (1-based) at which the slot was fixed; 0 if fixed before any forward pass
+    fixed_by: FixedBy
     evidence: list[Evidence] | None = None
 
 

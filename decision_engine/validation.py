@@ -10,8 +10,10 @@ import msgspec
 
 from .errors import RequestError
 from .field_errors import field_error
+from .json_input import decode_json
 from .kinds import kind_of, schema_problem
 from .rules import RuleSet, RulesTooComplex
+from .storable import MAX_TAG_CHARS, check_text
 from .types import MAX_QUESTIONS, DecisionRequest, Value
 
 
@@ -22,6 +24,8 @@ class Limits:
     max_document_chars: int = 1_000_000  # about 250k tokens; retrieval keeps only what fits the model
     max_question_chars: int = 2_000
     max_rules: int = 64
+    max_rule_values: int = 1_000  # values one rule lists, its `if` and `then` together
+    max_rule_values_total: int = 10_000  # values all rules list together: rule checks stay within milliseconds
 
 
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -59,9 +63,14 @@ def parse_request(data: bytes | str, limits: Limits = Limits()) -> DecisionReque
         except UnicodeDecodeError as error:
             raise RequestError("request", f"not valid UTF-8 (byte {error.start})") from None
     try:
-        request = msgspec.json.decode(data, type=DecisionRequest)
+        request = decode_json(data, DecisionRequest)
     except msgspec.ValidationError as error:
-        raise _locate_rule_value(msgspec.json.decode(data), _field_of(error)) from None
+        located = _field_of(error)
+        try:
+            whole = msgspec.json.decode(data)
+        except msgspec.DecodeError:  # ValidationError too: a number past the float range, say
+            raise located from None
+        raise _locate_rule_value(whole, located) from None
     except msgspec.DecodeError as error:
         raise RequestError("request", f"not valid JSON: {error}") from None
     validate_request(request, limits)
@@ -81,6 +90,11 @@ def request_from_object(obj: Any, limits: Limits = Limits()) -> DecisionRequest:
 def validate_request(request: DecisionRequest, limits: Limits = Limits()) -> None:
     """Raise RequestError for the first problem found in a decoded request."""
     text = request.document.text
+    check_text("document.text", text)
+    check_text("document.title", request.document.title)
+    check_text("document.id", request.document.id)
+    if request.document.id is not None and len(request.document.id) > MAX_TAG_CHARS:
+        raise RequestError("document.id", f"is {len(request.document.id)} characters; the limit is {MAX_TAG_CHARS}")
     if not text.strip():
         raise RequestError("document.text", "must not be empty")
     if len(text) > limits.max_document_chars:
@@ -95,6 +109,10 @@ def validate_request(request: DecisionRequest, limits: Limits = Limits()) -> Non
         seen[question.id] = i
         if not _ID.fullmatch(question.id):
             raise RequestError(f"questions[{i}].id", "must be 1 to 64 of A-Z a-z 0-9 _ . -")
+        check_text(f"questions[{i}].text", question.text)
+        check_text(f"questions[{i}].schema.description", question.schema.description)
+        for e, choice in enumerate(question.schema.enum or ()):
+            check_text(f"questions[{i}].schema.enum[{e}]", choice)
         if not question.text.strip():
             raise RequestError(f"questions[{i}].text", "must not be empty")
         if len(question.text) > limits.max_question_chars:
@@ -108,9 +126,22 @@ def validate_request(request: DecisionRequest, limits: Limits = Limits()) -> Non
     _validate_rules(request, seen, limits)
 
 
-def _validate_rules(request: DecisionRequest, index: dict[str, int], limits: Limits) -> None:
+def _check_rule_sizes(request: DecisionRequest, limits: Limits) -> None:
+    """The limits on rules, checked before any value is: they bound the work every later check does."""
     if len(request.rules) > limits.max_rules:
         raise RequestError("rules", f"{len(request.rules)} rules; the limit is {limits.max_rules}")
+    total = 0
+    for r, rule in enumerate(request.rules):
+        count = sum(len(values) for side in (rule.if_, rule.then) for values in side.values())
+        if count > limits.max_rule_values:
+            raise RequestError(f"rules[{r}]", f"lists {count} values; the limit is {limits.max_rule_values} per rule")
+        total += count
+    if total > limits.max_rule_values_total:
+        raise RequestError("rules", f"list {total} values in all; the limit is {limits.max_rule_values_total}")
+
+
+def _validate_rules(request: DecisionRequest, index: dict[str, int], limits: Limits) -> None:
+    _check_rule_sizes(request, limits)
     for r, rule in enumerate(request.rules):
         for side, clauses in (("if", rule.if_), ("then", rule.then)):
             where = f"rules[{r}].{side}"

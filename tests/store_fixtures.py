@@ -55,14 +55,18 @@ def make_request(text: str = TEXT, questions: list[Question] = QUESTIONS, title:
     )
 
 
-def make_response(values: dict, *, model: str = "tiny", mode: str = "joint", steps: int = 3) -> DecisionResponse:
-    """A response answering each question id in `values`; the first answer carries evidence."""
+def make_response(
+    values: dict, *, model: str = "tiny", mode: str = "joint", steps: int = 3, fixed_by: dict | None = None
+) -> DecisionResponse:
+    """A response answering each question id in `values`; the first answer carries evidence. `fixed_by`
+    names what settled an answer by question id (default: the model)."""
     answers = [
         WireAnswer(
             id=question_id,
             value=value,
             confidence=0.5 + 0.1 * i,
             step=i + 1,
+            fixed_by=(fixed_by or {}).get(question_id, "model"),
             evidence=[Evidence(start=0, end=14, text="The Recipient ", score=1.5)] if i == 0 else None,
         )
         for i, (question_id, value) in enumerate(values.items())

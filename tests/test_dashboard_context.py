@@ -43,6 +43,7 @@ def _response(values, confidences, timings, *, model, mode, evidence=None) -> De
                 value=value,
                 confidence=confidence,
                 step=1,
+                fixed_by="model",
                 evidence=None if spans is None else [Evidence(s, e, SCRIPT_DOCUMENT[s:e]) for s, e in spans],
             )
         )
@@ -249,3 +250,22 @@ def test_drill_down_without_document_text(store_session):
     assert page["document"]["stored"] is False and page["document"]["pieces"] is None
     html = template_config().to_engine().engine.get_template("decision.html.j2").render(page | {"auth": False})
     assert "The document text is not stored" in html
+
+
+def test_calibration_leaves_forced_answers_out_and_counts_them_apart(store_session):
+    from store_fixtures import VALUES, make_response
+
+    labels = dict(VALUES) | {"q2": not VALUES["q2"]}  # q2 is wrong in both groups
+    for forced in ({"q2": "rule", "q4": "schema"}, {}):
+        response = make_response(VALUES, fixed_by=forced)
+        decision_id, _ = record_decision(store_session, make_request(text=f"Doc {len(forced)}."), response, run="cal")
+        apply_labels(store_session, decision_id, labels)
+    run_id = store_session.query(db.Run).filter_by(name="cal").one().id
+    page = context.calibration_page(store_session, run_id)
+    assert page["labelled"] == 8 - 2  # the rule- and the schema-fixed answer are not in the bins
+    assert sum(b["count"] for b in page["bins"]) == 6
+    assert {f["fixed_by"]: (f["count"], f["correct"]) for f in page["forced"]} == {"rule": (1, 0), "schema": (1, 1)}
+    report = accuracy_report(store_session, ReportFilters(run="cal"))
+    split = {by: (f.answers, f.labelled, f.correct) for by, f in report.fixed_by.items()}
+    assert split == {"model": (6, 6, 5), "rule": (1, 1, 0), "schema": (1, 1, 1)}
+    assert report.questions_labelled == 8  # the report still counts every answer

@@ -174,7 +174,7 @@ def test_integer_candidates_are_well_formed(mentions, low, span):
 
 @given(st.lists(_MENTION, max_size=40), _DATES, st.integers(0, 10**6))
 def test_date_candidates_are_well_formed(mentions, low, span):
-    high = min(low + dt.timedelta(days=span), D(9999, 12, 31))
+    high = D.fromordinal(min(low.toordinal() + span, D(9999, 12, 31).toordinal()))
     candidates = date_candidates(mentions, low, high)
     assert len(candidates) <= MAX_CANDIDATES
     for c in candidates:

@@ -110,7 +110,7 @@ def _store_verdicts(session) -> dict[str, dict[str, bool]]:
     for pair in PAIRS:
         request = request_from_object(_line(pair))
         response = DecisionResponse(
-            answers=[Answer(id=pair.id, value=pair.tricky, confidence=0.9, step=1)],
+            answers=[Answer(id=pair.id, value=pair.tricky, confidence=0.9, step=1, fixed_by="model")],
             mode="joint",
             steps=1,
             model="tiny",

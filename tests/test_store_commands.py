@@ -38,10 +38,10 @@ def _tables(url: str) -> set[str]:
 
 def test_db_upgrade_current_check_downgrade(url, capsys):
     assert cli("db", "current", "--db", url) == 0
-    assert capsys.readouterr().out.strip() == "none (head is 0002)"
+    assert capsys.readouterr().out.strip() == "none (head is 0003)"
     assert cli("db", "upgrade", "--db", url) == 0
     assert cli("db", "current", "--db", url) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "0002 (head)"
+    assert capsys.readouterr().out.splitlines()[-1] == "0003 (head)"
     assert cli("db", "check", "--db", url) == 0
     assert "matches" in capsys.readouterr().out
     assert cli("db", "downgrade", "base", "--db", url) == 0
@@ -138,3 +138,77 @@ def test_unknown_revision_is_one_line_and_exit_2(url, capsys):
     assert cli("db", "downgrade", "nonexistent", "--db", url) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "nonexistent" in err and err.count("\n") == 1
+
+
+def test_keys_create_list_and_revoke_say_which_store(url, capsys):
+    assert cli("keys", "create", "--scope", "read", "--db", url) == 0
+    out = capsys.readouterr().out
+    assert f"in {url}" in out and "valid until" not in out
+    assert cli("keys", "create", "--scope", "admin", "--expires-in", "12h", "--db", url) == 0
+    out = capsys.readouterr().out
+    assert f"in {url}" in out and "valid until" in out
+    admin_key = out.strip().splitlines()[-1]
+    engine = create_db_engine(url)
+    try:
+        with session_factory(engine)() as session:
+            assert authenticate(session, admin_key) == KeyIdentity(id=2, scope="admin")  # notes its last use
+    finally:
+        engine.dispose()
+    assert cli("keys", "revoke", "1", "--db", url) == 0
+    assert url in capsys.readouterr().out
+    assert cli("keys", "list", "--db", url) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert url in lines[0] and lines[1].split() == ["id", "prefix", "scope", "created", "last", "used", "expires", "state"]
+    first, second = lines[2].split(), lines[3].split()
+    assert first[0] == "1" and first[2] == "read" and "revoked" in first and first.count("-") == 2  # never used, no expiry
+    assert second[0] == "2" and second[2] == "admin" and second[-1] == "active" and "-" not in second
+    assert cli("keys", "list", "--json", "--db", url) == 0
+    rows = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["id"], r["state"]) for r in rows] == [(1, "revoked"), (2, "active")]
+    assert rows[1]["expires_at"] and rows[1]["last_used_at"] and rows[0]["last_used_at"] is None
+
+
+@pytest.mark.parametrize("duration", ["0", "-5m", "soon", "3y"])
+def test_keys_create_refuses_a_bad_expiry(url, duration, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli("keys", "create", "--scope", "read", "--expires-in", duration, "--db", url)
+    assert exit_.value.code == 2 and "--expires-in" in capsys.readouterr().err
+
+
+def test_db_prune_removes_older_decisions_and_says_from_where(url, capsys):
+    import datetime as dt
+
+    from sqlalchemy import update
+
+    from decision_engine.store import schema as db
+    from decision_engine.store.records import ReportFilters
+    from decision_engine.store.reports import accuracy_report
+
+    assert cli("db", "upgrade", "--db", url) == 0
+    engine = create_db_engine(url)
+    try:
+        with session_factory(engine)() as session:
+            for i, (run, year) in enumerate([("old", 2020), ("old", 2021), ("new", 2020), ("old", 2030)]):
+                decision_id, _ = record_decision(session, make_request(text=f"Doc {i}."), make_response(VALUES), run=run)
+                moment = dt.datetime(year, 1, 1, tzinfo=dt.UTC)
+                session.execute(update(db.DecisionGroup).where(db.DecisionGroup.id == decision_id).values(created_at=moment))
+            session.commit()
+        capsys.readouterr()
+        assert cli("db", "prune", "--before", "2025-01-01", "--run", "old", "--dry-run", "--db", url) == 0
+        assert capsys.readouterr().out.startswith("would remove 2 decisions of run 'old'")
+        with session_factory(engine)() as session:
+            assert accuracy_report(session, ReportFilters()).groups == 4
+        assert cli("db", "prune", "--before", "2025-01-01", "--run", "old", "--db", url) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("removed 2 decisions of run 'old'") and "8 answers" in out and "2 documents" in out
+        assert out.rstrip().endswith(url)
+        with session_factory(engine)() as session:
+            assert accuracy_report(session, ReportFilters()).groups == 2
+        assert cli("db", "prune", "--before", "2025-01-01", "--db", url) == 0
+        assert capsys.readouterr().out.startswith("removed 1 decisions")
+        with session_factory(engine)() as session:
+            assert accuracy_report(session, ReportFilters(run="old")).groups == 1  # the 2030 one
+    finally:
+        engine.dispose()
+    assert cli("db", "prune", "--before", "someday", "--db", url) == 2
+    assert capsys.readouterr().err.startswith("error: --before:")

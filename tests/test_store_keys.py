@@ -53,3 +53,34 @@ def test_scopes():
         for held in SCOPES:
             if held != "admin":
                 assert allows(held, needed) == (held == needed)
+
+
+def test_a_key_expires_and_its_last_use_is_kept_to_the_minute(store_session):
+    import datetime as dt
+
+    from sqlalchemy import update
+
+    from decision_engine.store.keys import list_keys, scope_of
+    from decision_engine.store.schema import utcnow
+
+    key_id, key = create_key(store_session, "read", dt.timedelta(days=1))
+    forever_id, _ = create_key(store_session, "admin")
+    with pytest.raises(ValueError):
+        create_key(store_session, "read", dt.timedelta(0))
+    before = {k.id: k for k in list_keys(store_session)}
+    assert before[key_id].last_used_at is None and before[key_id].state(utcnow()) == "active"
+    assert dt.timedelta(hours=23) < before[key_id].expires_at - before[key_id].created_at <= dt.timedelta(days=1)
+    assert before[forever_id].expires_at is None
+
+    assert authenticate(store_session, key) == KeyIdentity(id=key_id, scope="read")
+    first_use = {k.id: k for k in list_keys(store_session)}[key_id].last_used_at
+    assert first_use is not None
+    assert authenticate(store_session, key) is not None  # within the minute: not written again
+    assert {k.id: k for k in list_keys(store_session)}[key_id].last_used_at == first_use
+
+    store_session.execute(update(ApiKey).where(ApiKey.id == key_id).values(expires_at=utcnow() - dt.timedelta(seconds=1)))
+    store_session.commit()
+    assert authenticate(store_session, key) is None and scope_of(store_session, key_id) is None
+    revoke_key(store_session, forever_id)
+    states = {k.id: k.state(utcnow()) for k in list_keys(store_session)}
+    assert states == {key_id: "expired", forever_id: "revoked"}

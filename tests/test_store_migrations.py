@@ -18,7 +18,7 @@ def test_upgrade_to_head_matches_the_models(bare_store_engine):
     assert current_revision(bare_store_engine) is None
     assert check(bare_store_engine)  # an empty database differs from the models
     upgrade(bare_store_engine)
-    assert current_revision(bare_store_engine) == head_revision() == "0002"
+    assert current_revision(bare_store_engine) == head_revision() == "0003"
     assert _tables(bare_store_engine) == set(Base.metadata.tables)
     assert check(bare_store_engine) == []
 
@@ -45,7 +45,7 @@ def test_check_reports_drift(store_engine):
 def test_check_reports_an_old_revision(store_engine):
     with store_engine.begin() as connection:
         connection.execute(sa.text("UPDATE alembic_version SET version_num = 'old'"))
-    assert check(store_engine) == ["database is at revision old, the migrations' head is 0002"]
+    assert check(store_engine) == ["database is at revision old, the migrations' head is 0003"]
 
 
 def test_a_url_config_migrates_with_its_own_engine(tmp_path):
@@ -53,7 +53,7 @@ def test_a_url_config_migrates_with_its_own_engine(tmp_path):
     command.upgrade(alembic_config(url), "head")
     engine = create_db_engine(url)
     try:
-        assert current_revision(engine) == "0002" and check(engine) == []
+        assert current_revision(engine) == "0003" and check(engine) == []
     finally:
         engine.dispose()
 
@@ -118,3 +118,35 @@ def test_answer_keys_are_backfilled_from_the_values_stored_before(bare_store_eng
     downgrade(bare_store_engine, "0001")
     columns = {c["name"] for c in sa.inspect(bare_store_engine).get_columns("answers")}
     assert "value_key" not in columns and "value_json" in columns
+
+
+def test_fixed_by_is_backfilled_and_downgrade_keeps_the_decisions(bare_store_engine):
+    """Revision 0003 marks answers stored before it: step 0 with a one-value schema "schema", other step-0
+    answers "rule", the rest "model"; going back to 0002 drops the new columns and keeps every row."""
+    upgrade(bare_store_engine, "0002")
+    now = "2024-01-01 00:00:00"
+    schemas = {1: '{"type":"string","enum":["only"]}', 2: '{"type":"boolean"}', 3: '{"type":"integer","minimum":0,"maximum":9}'}
+    with bare_store_engine.begin() as connection:
+        run = lambda sql, **values: connection.execute(sa.text(sql), values)  # noqa: E731
+        run("INSERT INTO api_keys VALUES (1, 'dek_abcd', 'h', 'read', :t, NULL)", t=now)
+        run("INSERT INTO runs VALUES (1, 'r', 'm', 'v', 'joint', '', :t)", t=now)
+        run("INSERT INTO documents VALUES (1, 'sha', 3, 'abc', NULL, :t)", t=now)
+        run("INSERT INTO decision_groups VALUES ('g', 1, 1, NULL, NULL, 'h', 1, 1, '[]', '{}', '{}', :t)", t=now)
+        for pk, step in ((1, 0), (2, 0), (3, 2)):
+            run("INSERT INTO questions VALUES (:pk, 'g', :pk, :q, 't', :s, 'enum')", pk=pk, q=f"q{pk}", s=schemas[pk])
+            run("INSERT INTO answers VALUES (:pk, :pk, 'true', 0.5, :step, NULL, 'true')", pk=pk, step=step)
+    upgrade(bare_store_engine)
+    assert check(bare_store_engine) == []
+    with bare_store_engine.connect() as connection:
+        fixed = connection.execute(sa.text("SELECT fixed_by FROM answers ORDER BY id")).scalars().all()
+        keys = connection.execute(sa.text("SELECT expires_at, last_used_at FROM api_keys")).one()
+        ref = connection.execute(sa.text("SELECT document_ref FROM decision_groups")).scalar_one()
+    assert fixed == ["schema", "rule", "model"]
+    assert tuple(keys) == (None, None) and ref is None
+    downgrade(bare_store_engine, "0002")
+    assert current_revision(bare_store_engine) == "0002"
+    assert "fixed_by" not in {c["name"] for c in sa.inspect(bare_store_engine).get_columns("answers")}
+    assert "document_ref" not in {c["name"] for c in sa.inspect(bare_store_engine).get_columns("decision_groups")}
+    with bare_store_engine.connect() as connection:
+        counts = [connection.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one() for t in ("decision_groups", "questions", "answers", "api_keys")]
+    assert counts == [1, 3, 3, 1]

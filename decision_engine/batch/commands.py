@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 
 from ..options import EngineOptions, add_engine_arguments, add_mode_argument
+from ..storable import MAX_TAG_CHARS, tag_problem
 from ..store.commands import DB_HELP
 
 EXIT_FATAL = 1
 EXIT_SOME_ERRORS = 2
 EXIT_INTERRUPTED = 130
-MAX_RUN_CHARS = 200  # the store's run name column
+MAX_RUN_CHARS = MAX_TAG_CHARS  # the store's run name column
 
 
 class _Fatal(Exception):
@@ -76,8 +77,10 @@ def _run(args: argparse.Namespace) -> int:
     from .runner import BatchJob, run_batch
 
     started = time.monotonic()  # the summary's seconds include loading the model and starting Ray
-    if not 1 <= len(args.run) <= MAX_RUN_CHARS:
-        raise _Fatal(f"--run: give a name of 1 to {MAX_RUN_CHARS} characters")
+    for flag, tag in (("--run", args.run), ("--dataset", args.dataset or None)):  # an empty --dataset is none
+        problem = None if tag is None else tag_problem(tag)
+        if problem:
+            raise _Fatal(f"{flag}: {problem}")
     if args.ray_cpus < 1 or (args.ray_actors is not None and args.ray_actors < 1):
         raise _Fatal("--ray-cpus and --ray-actors must be at least 1")
     if args.address and args.engine != "ray":

@@ -15,12 +15,14 @@ from typing import Any
 import msgspec
 
 from ..errors import RequestError
+from ..json_input import decode_json
 from ..requests_file import request_item
+from ..storable import MAX_TAG_CHARS, text_problem
 from ..types import DecisionRequest, Value
 from ..validation import Limits, request_from_object
 
 DOCUMENT_SUFFIXES = (".txt", ".md", ".json")  # .json files hold {"text": ..., "title": ...}
-MAX_ID_CHARS = 200  # the store's external_id column
+MAX_ID_CHARS = MAX_TAG_CHARS  # the store's external_id column
 
 
 class InputError(Exception):
@@ -69,7 +71,9 @@ def _line_item(raw: bytes, number: int, limits: Limits) -> BatchItem:
     except UnicodeDecodeError as error:
         return BatchItem(None, None, error=f"request: not valid UTF-8 (byte {error.start})", line=number)
     try:
-        obj = msgspec.json.decode(raw)
+        obj = decode_json(raw)
+    except RequestError as error:
+        return BatchItem(None, None, error=str(error), line=number)
     except msgspec.DecodeError as error:
         return BatchItem(None, None, error=f"request: not valid JSON: {error}", line=number)
     raw_id = obj.get("id") if isinstance(obj, dict) else None
@@ -86,9 +90,11 @@ def load_checklist(path: Path, limits: Limits = Limits()) -> dict[str, Any]:
     Raises InputError naming the field when the questions or rules themselves are invalid.
     """
     try:
-        obj = msgspec.json.decode(Path(path).read_bytes())
+        obj = decode_json(Path(path).read_bytes())
     except OSError as error:
         raise InputError(f"cannot read the checklist {path}: {error.strerror or error}") from None
+    except RequestError as error:
+        raise InputError(f"checklist {path}: {error.problem}") from None
     except msgspec.DecodeError as error:
         raise InputError(f"checklist {path}: not valid JSON: {error}") from None
     if not isinstance(obj, dict):
@@ -145,7 +151,7 @@ def read_document(path: Path) -> tuple[str, str | None]:
     if path.suffix.lower() != ".json":
         return text, None
     try:
-        obj = msgspec.json.decode(text)
+        obj = decode_json(text, field="document")
     except msgspec.DecodeError as error:
         raise RequestError("document", f"not valid JSON: {error}") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
@@ -164,5 +170,7 @@ def check_ids(items: Iterable[BatchItem]) -> Iterator[BatchItem]:
                 item.error = f"id: duplicate id {item.id!r} (first at {seen})"
             elif item.error is None and len(item.id) > MAX_ID_CHARS:
                 item.error = f"id: longer than {MAX_ID_CHARS} characters"
+            elif item.error is None and text_problem(item.id):
+                item.error = f"id: {text_problem(item.id)}"
             first.setdefault(item.id, item.where)
         yield item

@@ -94,25 +94,55 @@ def run_batch(
     return progress
 
 
+class _InputOrder:
+    """Errors-file lines in input order, whatever order items are settled in (a Ray actor may finish a later
+    chunk first): each item's line waits until every earlier item is settled. Lines still waiting when a
+    job stops are not lost: a rerun meets their items again."""
+
+    def __init__(self, files: JobFiles):
+        self.files = files
+        self.next = 0  # the first input position not yet written out
+        self.settled: dict[int, dict[str, Any] | None] = {}  # position -> its errors-file line, or None
+
+    def settle(self, position: int, entry: dict[str, Any] | None) -> None:
+        self.settled[position] = entry
+        ready = []
+        while self.next in self.settled:
+            entry = self.settled.pop(self.next)
+            if entry is not None:
+                ready.append(entry)
+            self.next += 1
+        self.files.write_errors(ready)
+
+
 class _JobLoop:
     def __init__(self, job: BatchJob, files: JobFiles, session: Session, progress: Progress):
         self.job = job
         self.files = files
         self.session = session
         self.progress = progress
+        self.order = _InputOrder(files)
+        self.positions: dict[int, tuple[int, BatchItem]] = {}  # id(item) -> its input position, while unsettled
+
+    def _settle(self, item: BatchItem, entry: dict[str, Any] | None = None) -> None:
+        position, _ = self.positions.pop(id(item))
+        self.order.settle(position, entry)
 
     def pending_chunks(self, items: Iterable[BatchItem]) -> Iterator[list[BatchItem]]:
         """Chunks of the items still to decide; errors, items done earlier and items found in the store
         are dealt with on the way."""
         state = self.files.state
         chunk: list[BatchItem] = []
-        for item in items:
+        for position, item in enumerate(items):
+            self.positions[id(item)] = (position, item)
             if item.error is not None:
                 self._fail([(item, item.error)])
             elif item.id in state.done_ids:
                 self.progress.advance(skipped=1)
+                self._settle(item)
             elif error_key(item.where) in state.error_keys:  # refused by the engine in an earlier run
                 self.progress.advance(errors=1)
+                self._settle(item)
             else:
                 if self.job.mode is not None:
                     item.request.mode = self.job.mode
@@ -146,11 +176,12 @@ class _JobLoop:
         self.session.commit()
         self.files.write_results([out_line(item, decision_id, stored)])
         self.progress.advance(skipped=1)
+        self._settle(item)
         return True
 
     def record(self, chunk: list[BatchItem], outcomes: list[Outcome], version: str) -> None:
         """Store the decided items of a chunk, then append their OUT lines and the chunk's errors."""
-        lines, failed = [], []
+        lines, failed, decided = [], [], []
         for item, outcome in zip(chunk, outcomes, strict=True):
             if not isinstance(outcome, DecisionResponse):
                 failed.append((item, outcome.reason if isinstance(outcome, EngineFailure) else str(outcome)))
@@ -172,10 +203,14 @@ class _JobLoop:
                 continue
             result = outcome if created else load_decision(self.session, decision_id)  # stored by a concurrent run
             lines.append(out_line(item, decision_id, result))
+            decided.append(item)
         self.files.write_results(lines)
         self.progress.advance(decided=len(lines))
+        for item in decided:
+            self._settle(item)
         self._fail(failed)
 
     def _fail(self, failed: list[tuple[BatchItem, str]]) -> None:
-        self.files.write_errors([error_line(item, reason) for item, reason in failed])
         self.progress.advance(errors=len(failed))
+        for item, reason in failed:
+            self._settle(item, error_line(item, reason))

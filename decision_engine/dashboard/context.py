@@ -140,7 +140,8 @@ def question_page(session: Session, run_id: int, question_id: str, error_limit: 
 
 
 def calibration_page(session: Session, run_id: int) -> dict:
-    """A run's labelled answers binned by confidence: accuracy per bin, the diagram, expected calibration error."""
+    """A run's labelled answers the model chose, binned by confidence: accuracy per bin, the diagram, expected
+    calibration error; beside them, the rule- and schema-forced answers left out."""
     run = _one_run(session, run_id)
     bins = queries.calibration(session, run_id)
     total = sum(b.count for b in bins)
@@ -164,6 +165,10 @@ def calibration_page(session: Session, run_id: int) -> dict:
         "labelled": total,
         "expected_calibration_error": ece,
         "chart": reliability_diagram(bins),
+        "forced": [
+            {"fixed_by": f.fixed_by, "count": f.count, "correct": f.correct, "accuracy": f.accuracy}
+            for f in queries.forced_answers(session, run_id)
+        ],
     }
 
 

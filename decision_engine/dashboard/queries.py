@@ -276,6 +276,34 @@ def wrong_answers(session: Session, run_id: int, question_id: str, limit: int = 
 
 
 @dataclass(frozen=True)
+class ForcedAnswers:
+    """Labelled answers of a run that a rule or the schema forced, and how many of them are right."""
+
+    fixed_by: str  # rule or schema
+    count: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return _ratio(self.correct, self.count)
+
+
+def forced_answers(session: Session, run_id: int) -> list[ForcedAnswers]:
+    """The labelled answers calibration leaves out, per what forced them (only kinds that occur)."""
+    rows = session.execute(
+        select(db.Answer.fixed_by, func.count(), func.sum(answer_is_right()))
+        .select_from(db.DecisionGroup)
+        .join(db.Question, db.Question.group_id == db.DecisionGroup.id)
+        .join(db.Answer, db.Answer.question_pk == db.Question.id)
+        .join(db.Label, db.Label.question_pk == db.Question.id)
+        .where(db.DecisionGroup.run_id == run_id, db.Answer.fixed_by != "model")
+        .group_by(db.Answer.fixed_by)
+        .order_by(db.Answer.fixed_by)
+    ).all()
+    return [ForcedAnswers(by, int(n), int(right or 0)) for by, n, right in rows]
+
+
+@dataclass(frozen=True)
 class CalibrationBin:
     """Labelled answers whose confidence falls in [low, high) (the last bin includes 1)."""
 
@@ -292,7 +320,8 @@ class CalibrationBin:
 
 
 def calibration(session: Session, run_id: int, bins: int = CALIBRATION_BINS) -> list[CalibrationBin]:
-    """Labelled answers of a run per confidence bin: count, correct and mean confidence (every bin listed)."""
+    """Labelled answers the model chose in a run, per confidence bin: count, correct and mean confidence
+    (every bin listed). Answers a rule or the schema forced are left out: see `forced_answers`."""
     confidence = db.Answer.confidence
     # Explicit edges rather than CAST(confidence * bins AS INTEGER): PostgreSQL rounds where SQLite truncates.
     index = case(*((confidence < (i + 1) / bins, i) for i in range(bins - 1)), else_=bins - 1)
@@ -302,7 +331,7 @@ def calibration(session: Session, run_id: int, bins: int = CALIBRATION_BINS) -> 
         .join(db.Question, db.Question.group_id == db.DecisionGroup.id)
         .join(db.Answer, db.Answer.question_pk == db.Question.id)
         .join(db.Label, db.Label.question_pk == db.Question.id)
-        .where(db.DecisionGroup.run_id == run_id)
+        .where(db.DecisionGroup.run_id == run_id, db.Answer.fixed_by == "model")
         .subquery()
     )
     rows = session.execute(

@@ -37,6 +37,9 @@ HEADERS = [
     ResponseHeader(name="Referrer-Policy", value="same-origin"),
 ]
 _LOCAL_PAGE = re.compile(r"/dashboard(/[\x21-\x7e]*)?(\?[\x21-\x7e]*)?")
+_RUN_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: int() also reads "²" and "١"
+_DECISION_ID = re.compile(r"[0-9a-f]{32}")
+MAX_ROW_ID = 2**31 - 1  # the store's integer ids are 32-bit on PostgreSQL: a larger one names nothing
 
 
 def template_config() -> TemplateConfig:
@@ -102,26 +105,37 @@ async def overview_page(request: Request, settings: SettingsDep, store: StoreDep
     return _render(request, settings.auth, "overview.html.j2", await store.query(context.overview))
 
 
+def _stored_run(run_id: int) -> int:
+    """`run_id` if a store could hold it; PageNotFound otherwise (a 23-digit id overflows SQLite's integers)."""
+    if not 1 <= run_id <= MAX_ROW_ID:
+        raise context.PageNotFound(f"no run with id {run_id}")
+    return run_id
+
+
 @get("/runs/{run_id:int}")
 async def run_page(run_id: FromPath[int], request: Request, settings: SettingsDep, store: StoreDep) -> Template:
-    return _render(request, settings.auth, "run.html.j2", await store.query(context.run_page, run_id))
+    return _render(request, settings.auth, "run.html.j2", await store.query(context.run_page, _stored_run(run_id)))
 
 
 @get("/runs/{run_id:int}/questions/{question_id:str}")
 async def question_page(
     run_id: FromPath[int], question_id: FromPath[str], request: Request, settings: SettingsDep, store: StoreDep
 ) -> Template:
-    page = await store.query(context.question_page, run_id, question_id)
+    page = await store.query(context.question_page, _stored_run(run_id), question_id)
     return _render(request, settings.auth, "question.html.j2", page)
 
 
 @get("/runs/{run_id:int}/calibration")
 async def calibration_page(run_id: FromPath[int], request: Request, settings: SettingsDep, store: StoreDep) -> Template:
-    return _render(request, settings.auth, "calibration.html.j2", await store.query(context.calibration_page, run_id))
+    page = await store.query(context.calibration_page, _stored_run(run_id))
+    return _render(request, settings.auth, "calibration.html.j2", page)
 
 
 def _run_id(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    """A run chosen by id in a query, None for anything that cannot be a stored run's id."""
+    if not value or not _RUN_ID.fullmatch(value) or not 1 <= int(value) <= MAX_ROW_ID:
+        return None
+    return int(value)
 
 
 @get("/compare")
@@ -140,6 +154,8 @@ async def compare_page(
 async def decision_page(
     decision_id: FromPath[str], request: Request, settings: SettingsDep, store: StoreDep
 ) -> Template:
+    if not _DECISION_ID.fullmatch(decision_id):
+        raise DecisionNotFound(decision_id)
     return _render(request, settings.auth, "decision.html.j2", await store.query(context.decision_page, decision_id))
 
 

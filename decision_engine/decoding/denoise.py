@@ -30,12 +30,14 @@ class GroupRun:
     max_steps: int
     fixed_step: list[int | None] = field(default_factory=list)  # per slot
     log_confidence: list[float] = field(default_factory=list)  # per slot
+    chosen: list[int] = field(default_factory=list)  # per slot: positions the model chose (not forced)
     block_of: list[Block] = field(default_factory=list)  # per slot
 
     def __post_init__(self):
         n = len(self.constraints.spaces)
         self.fixed_step = [None] * n
         self.log_confidence = [0.0] * n
+        self.chosen = [0] * n
         self.block_of = [None] * n
 
 
@@ -131,6 +133,7 @@ def _commit(block: Block, index: int, token: int, confidence: float) -> None:
     if not group.constraints.commit(slot, position, token):
         raise AssertionError("committed a token the constraints do not allow")
     group.log_confidence[slot] += math.log(max(confidence, 1e-30))
+    group.chosen[slot] += 1
     forced = group.constraints.fill_forced()
     _note_done(group, [slot, *(s for s, _, _ in forced)])
 

@@ -111,6 +111,8 @@ class IntegerSpace(SlotSpace):
         self.digit_of = {t: d for d, t in enumerate(vocab.digit_ids)}
         self.plus_id, self.minus_id = vocab.plus_id, vocab.minus_id
         self.classes = classes
+        # (N, length): the tokens of each named value, so matching a pattern is one vector comparison
+        self._named = np.array([self.encode(v) for v in classes.named], dtype=np.int64).reshape(-1, self.length)
 
     def _split(self, pattern: Pattern) -> tuple[int | None, list[int | None]]:
         sign = pattern[0] if self.signed else self.plus_id
@@ -128,24 +130,28 @@ class IntegerSpace(SlotSpace):
             total += _count_le(high, digits) - _count_le(low - 1, digits)
         return total
 
-    def _named_matching(self, pattern: Pattern) -> list[int]:
-        return [i for i, v in enumerate(self.classes.named) if _matches(self.encode(v), pattern)]
-
-    def _live(self, pattern: Pattern, classes: set[int]) -> bool:
-        named = self._named_matching(pattern)
-        if any(i in classes for i in named):
-            return True
-        other = self.classes.other
-        return other is not None and other in classes and self._count(pattern) > len(named)
+    def _matching(self, pattern: Pattern) -> np.ndarray:
+        """(N,) whether each named value's tokens match `pattern`."""
+        mask = np.ones(len(self._named), dtype=bool)
+        for j, t in enumerate(pattern):
+            if t is not None:
+                mask &= self._named[:, j] == t
+        return mask
 
     def reachable(self, pattern: Pattern) -> set[int]:
-        named = self._named_matching(pattern)
-        out = set(named)
-        if self.classes.other is not None and self._count(pattern) > len(named):
+        named = self._matching(pattern)
+        out = set(np.flatnonzero(named).tolist())
+        if self.classes.other is not None and self._count(pattern) > len(out):
             out.add(self.classes.other)
         return out
 
     def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        """A token is allowed where some value of an allowed class (named, or OTHER) still matches."""
+        base = self._matching(pattern)
+        wanted = np.zeros(len(self._named), dtype=bool)
+        wanted[[c for c in classes if c < len(wanted)]] = True
+        other = self.classes.other
+        other_wanted = other is not None and other in classes
         out: list[list[int] | None] = []
         for j, p in enumerate(pattern):
             if p is not None:
@@ -156,7 +162,8 @@ class IntegerSpace(SlotSpace):
             ok = []
             for token in candidates:
                 trial[j] = token
-                if self._live(trial, classes):
+                named = base & (self._named[:, j] == token)
+                if (named & wanted).any() or (other_wanted and self._count(trial) > int(named.sum())):
                     ok.append(token)
             out.append(sorted(ok))
         return out
@@ -198,7 +205,7 @@ class DateSpace(SlotSpace):
         self.digit_ids = vocab.digit_ids
         self.digit_of = {t: d for d, t in enumerate(vocab.digit_ids)}
         self.classes = classes
-        self.named_rows = [(dt.date.fromisoformat(v) - low).days for v in classes.named]
+        self.named_rows = np.array([(dt.date.fromisoformat(v) - low).days for v in classes.named], dtype=np.int64)
 
     def _match_mask(self, pattern: Pattern) -> np.ndarray:
         mask = np.ones(len(self.table), dtype=bool)
@@ -210,13 +217,14 @@ class DateSpace(SlotSpace):
     def _class_mask(self, classes: set[int]) -> np.ndarray:
         other = self.classes.other
         mask = np.full(len(self.table), other is not None and other in classes)
-        for i, row in enumerate(self.named_rows):
-            mask[row] = i in classes
+        wanted = np.zeros(len(self.named_rows), dtype=bool)
+        wanted[[c for c in classes if c < len(wanted)]] = True
+        mask[self.named_rows] = wanted
         return mask
 
     def reachable(self, pattern: Pattern) -> set[int]:
         mask = self._match_mask(pattern)
-        out = {i for i, row in enumerate(self.named_rows) if mask[row]}
+        out = set(np.flatnonzero(mask[self.named_rows]).tolist())
         if self.classes.other is not None and mask.sum() > len(out):
             out.add(self.classes.other)
         return out

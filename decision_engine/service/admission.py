@@ -1,10 +1,14 @@
-"""A cap on requests in flight: past it, 429 with Retry-After, so overload sheds instead of queueing forever."""
+"""A cap on requests in flight: past it, 429 with Retry-After, so overload sheds instead of queueing forever.
+
+Retry-After is the time the requests in flight take to drain at the model's measured rate.
+"""
 
 from __future__ import annotations
 
 import msgspec
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from .resources import resources_of
 from .wire import ErrorBody
 
 UNLIMITED_PATHS = ("/healthz", "/readyz")
@@ -23,7 +27,7 @@ class InFlightLimit:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:
-            await _too_many(send, self.limit)
+            await _too_many(send, self.limit, _retry_after(scope, self.in_flight))
             return
         self.in_flight += 1
         try:
@@ -32,10 +36,22 @@ class InFlightLimit:
             self.in_flight -= 1
 
 
-async def _too_many(send: Send, limit: int) -> None:
+def _retry_after(scope: Scope, waiting: int) -> int:
+    """Seconds until `waiting` requests drain, at the rate the app's batcher measured (1 before it has)."""
+    batcher = resources_of(scope["app"]).batcher if "app" in scope else None
+    return 1 if batcher is None else batcher.drain.retry_after(waiting)
+
+
+async def _too_many(send: Send, limit: int, retry_after: int) -> None:
     body = msgspec.json.encode(
-        ErrorBody(status=429, field="request", problem=f"{limit} requests are already in flight; retry shortly")
+        ErrorBody(
+            status=429, field="request", problem=f"{limit} requests are already in flight; retry in {retry_after} s"
+        )
     )
-    headers = [(b"content-type", b"application/json"), (b"retry-after", b"1"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"retry-after", str(retry_after).encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
     await send({"type": "http.response.start", "status": 429, "headers": headers})
     await send({"type": "http.response.body", "body": body})

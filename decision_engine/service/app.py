@@ -18,7 +18,10 @@ from ..store.database import default_database_url
 from ..store.opening import open_store
 from .admission import InFlightLimit
 from .batcher import DecisionBatcher
+from .docs_page import docs_assets_router, docs_plugins
 from .errors import EXCEPTION_HANDLERS
+from .openapi import security_components
+from .parameters import refuse_unstorable_parameters
 from .resources import ServiceResources
 from .routes import ROUTES
 from .settings import ServiceSettings
@@ -52,7 +55,7 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
             store.close()
 
     return Litestar(
-        route_handlers=[*ROUTES, *DASHBOARD_ROUTES],
+        route_handlers=[*ROUTES, *DASHBOARD_ROUTES, *docs_assets_router()],
         dependencies={
             "settings": Provide(resources.provide_settings, sync_to_thread=False),
             "store": Provide(resources.provide_store, sync_to_thread=False),
@@ -64,6 +67,7 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
         lifespan=[lifespan],
         state=resources.state(),
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=refuse_unstorable_parameters,
         middleware=[DefineMiddleware(InFlightLimit, limit=settings.max_in_flight)],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
@@ -71,5 +75,7 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
             version=__version__,
             description="Joint multi-question decisions over one document, stored with their labels.",
             path="/schema",
+            components=security_components(),
+            render_plugins=docs_plugins(),
         ),
     )

@@ -7,6 +7,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 
 from ..store.keys import allows
+from .openapi import BEARER
 from .resources import resources_of
 
 
@@ -27,10 +28,18 @@ def require(scope: str):
             )
         identity = await resources.provide_store().authenticate(key.strip())
         if identity is None:
-            raise NotAuthorizedException(detail="unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+            raise NotAuthorizedException(
+                detail="unknown, revoked or expired API key", headers={"WWW-Authenticate": "Bearer"}
+            )
         if not allows(identity.scope, scope):
             raise PermissionDeniedException(detail=f"this key has scope {identity.scope!r}; this call needs {scope!r}")
         connection.state.api_key_id = identity.id
 
     guard.__name__ = f"require_{scope}"
     return guard
+
+
+def protected(scope: str) -> dict:
+    """Route decorator arguments for an operation that needs `scope`: its guard, and that scope declared
+    in the OpenAPI under the bearer scheme, so the two cannot drift apart."""
+    return {"guards": [require(scope)], "security": [{BEARER: [scope]}]}

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..engine import DecisionEngine
 from ..errors import EngineFailure, RequestError
 from ..types import DecisionRequest, DecisionResponse
+from .drain import DrainRate
 
 
 @dataclass
 class _Pending:
     request: DecisionRequest
     future: asyncio.Future
+    abandoned: bool = False  # its client stopped waiting (a time budget ran out): skip its work
 
 
 class DecisionBatcher:
@@ -42,6 +45,7 @@ class DecisionBatcher:
         self._pool: ThreadPoolExecutor | None = None
         self.batches = 0  # model calls so far, for tests and metrics
         self.largest_batch = 0
+        self.drain = DrainRate()  # measured model seconds per request, for Retry-After
 
     async def start(self) -> None:
         self._queue = asyncio.Queue()
@@ -73,9 +77,13 @@ class DecisionBatcher:
         take, and the engine's own error where it failed on this request."""
         if self._queue is None:
             raise RuntimeError("the batcher is not started")
-        future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(request, future))
-        return await future
+        pending = _Pending(request, asyncio.get_running_loop().create_future())
+        await self._queue.put(pending)
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            pending.abandoned = True  # the model thread drops it if it has not started on it
+            raise
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -93,10 +101,15 @@ class DecisionBatcher:
                     batch.append(await asyncio.wait_for(self._queue.get(), left))
                 except TimeoutError:
                     break
+            batch = [p for p in batch if not p.abandoned]  # their clients have had their 503
+            if not batch:
+                continue
             self.batches += 1
             self.largest_batch = max(self.largest_batch, len(batch))
-            # decide_many gives every request its own outcome: one bad request fails alone.
-            outcomes = await loop.run_in_executor(self._pool, self.engine.decide_many, [p.request for p in batch])
+            # every request gets its own outcome: one bad request fails alone.
+            started = loop.time()
+            outcomes = await loop.run_in_executor(self._pool, self._decide, batch)
+            self.drain.observe(len(batch), loop.time() - started)
             for pending, outcome in zip(batch, outcomes):
                 if pending.future.done():  # the client went away
                     continue
@@ -107,3 +120,11 @@ class DecisionBatcher:
                 else:
                     pending.future.set_result(outcome)
 
+    def _decide(self, batch: Sequence[_Pending]) -> list:
+        """In the model thread: lay out the batch, then denoise it, leaving out requests abandoned meanwhile
+        (laying out checks the rules; a request whose client gave up costs no model time)."""
+        started = time.perf_counter()
+        laid_out = self.engine.lay_out_many([p.request for p in batch])
+        gone = EngineFailure("abandoned: its time budget ran out")
+        laid_out = [gone if p.abandoned else item for p, item in zip(batch, laid_out)]
+        return self.engine.decide_laid_out(laid_out, (time.perf_counter() - started) * 1e3)

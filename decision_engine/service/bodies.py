@@ -10,6 +10,8 @@ from litestar.exceptions import HTTPException
 
 from ..errors import RequestError
 from ..field_errors import field_error
+from ..json_input import decode_json
+from ..storable import check_text
 from ..types import DecisionRequest
 from ..validation import Limits, parse_request
 from .wire import DecisionSubmission, LabelsUpdate
@@ -28,7 +30,7 @@ async def json_bytes(request: Request) -> bytes:
 def decode_body(raw: bytes, kind: type[T]) -> T:
     """`raw` as a `kind`; RequestError naming the field (`labels`, `dataset`, ...) when it does not fit."""
     try:
-        return msgspec.json.decode(raw, type=kind)
+        return decode_json(raw, kind)
     except msgspec.ValidationError as error:
         raise field_error(error) from None
     except msgspec.DecodeError as error:
@@ -42,9 +44,15 @@ def read_submission(raw: bytes, limits: Limits) -> tuple[DecisionRequest, Decisi
     value by question id, say) and before a fault in the filing fields.
     """
     request = parse_request(raw, limits)
-    return request, decode_body(raw, DecisionSubmission)
+    submission = decode_body(raw, DecisionSubmission)
+    for name in ("run", "dataset", "external_id"):
+        check_text(name, getattr(submission, name))
+    return request, submission
 
 
 def read_labels(raw: bytes) -> LabelsUpdate:
     """The body of a labels update; each value is checked against its question's schema by the store."""
-    return decode_body(raw, LabelsUpdate)
+    update = decode_body(raw, LabelsUpdate)
+    for question_id in update.labels:
+        check_text("labels", question_id)  # a question id a store could not even look up
+    return update

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..options import EngineOptions, add_engine_arguments
+from .settings import ServiceSettings
 
 
 def add_service_commands(sub) -> None:
@@ -21,6 +22,8 @@ def add_service_commands(sub) -> None:
     serve.add_argument("--max-in-flight", type=int, default=64, help="requests served at once; past it 429")
     serve.add_argument("--batch-max", type=int, default=16, help="requests sharing one model call")
     serve.add_argument("--batch-wait-ms", type=float, default=5.0, help="how long a request waits for company")
+    serve.add_argument("--request-timeout-s", type=float, default=ServiceSettings.request_timeout_s,
+                       help="a decision not made within this many seconds is a 503 and its work is dropped")
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(func=_serve)
 
@@ -29,10 +32,12 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .app import create_app
-    from .settings import ServiceSettings
 
     if args.max_in_flight < 1 or args.batch_max < 1 or args.batch_wait_ms < 0:
         print("error: --max-in-flight and --batch-max must be at least 1, --batch-wait-ms at least 0", file=sys.stderr)
+        return 2
+    if not 0 < args.request_timeout_s <= 3600:
+        print("error: --request-timeout-s must be more than 0 and at most 3600", file=sys.stderr)
         return 2
     settings = ServiceSettings(
         database_url=args.db,
@@ -42,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_in_flight=args.max_in_flight,
         batch_max=args.batch_max,
         batch_wait_ms=args.batch_wait_ms,
+        request_timeout_s=args.request_timeout_s,
     )
     if not settings.auth:
         print("warning: --no-auth: anyone who can reach this port can decide, label and read", file=sys.stderr)
@@ -50,5 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     # The model loads on start in the thread that will run it (see DecisionBatcher).
     app = create_app(settings)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
+    # On SIGTERM, requests in flight get until their time budget ends, then the process stops.
+    grace = max(30, int(settings.request_timeout_s) + 5)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=grace)
     return 0

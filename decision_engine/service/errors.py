@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from ..errors import RequestError
 from ..store.database import StoreUnavailable
 from ..store.recording import DecisionNotFound, IdempotencyConflict
+from .budget import OverBudget
 from .wire import ErrorBody
 
 log = logging.getLogger("decision_engine.service")
@@ -51,6 +52,12 @@ def _unavailable(_: Request, error: StoreUnavailable) -> Response:
     return error_response(503, "store", "the decision store cannot be reached; retry later", {"Retry-After": "5"})
 
 
+def _over_budget(request: Request, error: OverBudget) -> Response:
+    log.warning("%s %s: %s", request.method, request.url.path, error)
+    problem = f"{error}; retry later, or send a smaller request (fewer rule values, a shorter document)"
+    return error_response(503, "request", problem, {"Retry-After": "5"})
+
+
 def _http(_: Request, error: HTTPException) -> Response:
     field = _FIELD_BY_STATUS.get(error.status_code, "request")
     problem = str(error.detail)
@@ -72,6 +79,7 @@ EXCEPTION_HANDLERS = {
     DecisionNotFound: _not_found,
     IdempotencyConflict: _conflict,
     StoreUnavailable: _unavailable,
+    OverBudget: _over_budget,
     HTTPException: _http,
     Exception: _internal,
 }

@@ -22,7 +22,8 @@ class ServiceSettings:
     max_in_flight: int = 64  # requests being served at once; past it, 429 with Retry-After
     batch_max: int = 16  # requests gathered into one model call
     batch_wait_ms: float = 5.0  # how long the first request of a batch waits for company
-    key_cache_s: float = 10.0  # how long a checked API key is trusted without asking the store again
+    request_timeout_s: float = 30.0  # a decision not made by then is a 503 and its work is dropped
+    key_cache_s: float = 0.0  # how long a checked API key is trusted without asking the store (0: every request)
 
     @property
     def limits(self) -> Limits:

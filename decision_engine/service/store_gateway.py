@@ -14,10 +14,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ..store import keys as key_store
-from ..store import recording, reports
+from ..store import listing, recording, reports, retention
 from ..store.database import StoreUnavailable, create_db_engine, is_unavailable, session_factory
 from ..store.keys import KeyIdentity
-from ..store.records import AccuracyReport, ReportFilters, StoredDecision
+from ..store.recording import Filing
+from ..store.records import (
+    AccuracyReport, DecisionFilters, DecisionPage, Removed, ReportFilters, RunList, StoredDecision
+)
 from ..types import DecisionRequest, DecisionResponse
 
 T = TypeVar("T")
@@ -26,7 +29,7 @@ T = TypeVar("T")
 class StoreGateway:
     """Opens the database once and offers the calls the handlers need, without blocking the event loop."""
 
-    def __init__(self, url: str, store_text: bool = True, key_cache_s: float = 10.0):
+    def __init__(self, url: str, store_text: bool = True, key_cache_s: float = 0.0):
         self.engine = create_db_engine(url)
         self.sessions = session_factory(self.engine)
         self.store_text = store_text
@@ -62,7 +65,10 @@ class StoreGateway:
         await self._call(lambda session: session.execute(text("SELECT 1")))
 
     async def authenticate(self, key: str) -> KeyIdentity | None:
-        """The key's identity, trusted for `key_cache_s` after each check against the store."""
+        """The key's identity, trusted for `key_cache_s` after each check against the store (0: asked every
+        time, so a revoked or expired key is refused from its next request)."""
+        if self.key_cache_s <= 0:
+            return await self._call(key_store.authenticate, key)
         now = time.monotonic()
         cached = self._keys.get(key)
         if cached and now - cached[0] < self.key_cache_s:
@@ -76,8 +82,10 @@ class StoreGateway:
     async def record(self, request: DecisionRequest, response: DecisionResponse, **filing) -> tuple[str, bool]:
         return await self._call(partial(recording.record_decision, store_text=self.store_text, **filing), request, response)
 
-    async def find_idempotent(self, idempotency_key: str, api_key_id: int | None, request: DecisionRequest) -> str | None:
-        return await self._call(recording.find_idempotent, idempotency_key, api_key_id, request)
+    async def find_idempotent(
+        self, idempotency_key: str, api_key_id: int | None, request: DecisionRequest, filing: Filing
+    ) -> str | None:
+        return await self._call(recording.find_idempotent, idempotency_key, api_key_id, request, filing)
 
     async def load(self, decision_id: str) -> StoredDecision:
         return await self._call(recording.load_decision, decision_id)
@@ -87,3 +95,12 @@ class StoreGateway:
 
     async def report(self, filters: ReportFilters) -> AccuracyReport:
         return await self._call(reports.accuracy_report, filters)
+
+    async def decisions(self, filters: DecisionFilters, limit: int, cursor: str | None) -> DecisionPage:
+        return await self._call(listing.list_decisions, filters, limit, cursor)
+
+    async def runs(self) -> RunList:
+        return await self._call(listing.list_runs)
+
+    async def delete(self, decision_id: str) -> Removed:
+        return await self._call(retention.delete_decision, decision_id)

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import msgspec
 from sqlalchemy import select, update
@@ -42,28 +43,54 @@ def _idempotency_scope(idempotency_key: str, api_key_id: int | None) -> str:
     return f"{api_key_id if api_key_id is not None else '-'}:{idempotency_key}"
 
 
+@dataclass(frozen=True)
+class Filing:
+    """Where a decision is filed: part of what an idempotent retry must repeat exactly."""
+
+    run: str = "api"
+    dataset: str | None = None
+    external_id: str | None = None
+
+
 def find_idempotent(
-    session: Session, idempotency_key: str, api_key_id: int | None, request: DecisionRequest | None = None
+    session: Session,
+    idempotency_key: str,
+    api_key_id: int | None,
+    request: DecisionRequest | None = None,
+    filing: Filing | None = None,
 ) -> str | None:
     """The id of the decision stored under this idempotency key (per API key), if any; given the
-    retried `request`, raises IdempotencyConflict when the key holds a different one."""
+    retried `request` (and its `filing`), raises IdempotencyConflict when the key holds another one."""
     scope = _idempotency_scope(idempotency_key, api_key_id)
     if request is not None:
-        return _replayed(session, scope, request_fingerprint(request))
+        return _replayed(session, scope, request_fingerprint(request), filing)
     return session.scalar(select(db.DecisionGroup.id).where(db.DecisionGroup.idempotency_scope == scope))
 
 
-def _replayed(session: Session, scope: str, fingerprint: str) -> str | None:
-    """The id stored under `scope`, None if there is none; raises if it holds another request."""
+def _replayed(session: Session, scope: str, fingerprint: str, filing: Filing | None) -> str | None:
+    """The id stored under `scope`, None if there is none; raises if it holds another request or filing."""
     row = session.execute(
-        select(db.DecisionGroup.id, db.DecisionGroup.request_sha256).where(db.DecisionGroup.idempotency_scope == scope)
+        select(db.DecisionGroup.id, db.DecisionGroup.request_sha256, db.DecisionGroup.external_id, db.Run.name, db.Run.dataset)
+        .join(db.Run, db.Run.id == db.DecisionGroup.run_id)
+        .where(db.DecisionGroup.idempotency_scope == scope)
     ).one_or_none()
     if row is None:
         return None
-    if row.request_sha256 != fingerprint:
+    stored = Filing(run=row.name, dataset=row.dataset or None, external_id=row.external_id)
+    differs = "request" if row.request_sha256 != fingerprint else filing and _first_difference(stored, filing)
+    if differs is not None:
         key = scope.split(":", 1)[1]
-        raise IdempotencyConflict(f"idempotency key {key!r} was already used for a different request ({row.id})")
+        raise IdempotencyConflict(
+            f"idempotency key {key!r} was already used for a different request ({row.id}; its {differs} differs)"
+        )
     return row.id
+
+
+def _first_difference(stored: Filing, given: Filing) -> str | None:
+    for name in ("run", "dataset", "external_id"):
+        if getattr(stored, name) != getattr(given, name):
+            return name
+    return None
 
 
 def _stored_kind(schema: AnswerSchema) -> AnswerKind:
@@ -113,8 +140,9 @@ def record_decision(
     comes back with False, or IdempotencyConflict when that key was used for another body.
     """
     fingerprint = request_fingerprint(request)
+    filing = Filing(run=run, dataset=dataset or None, external_id=external_id)
     scope = None if idempotency_key is None else _idempotency_scope(idempotency_key, api_key_id)
-    if scope is not None and (earlier := _replayed(session, scope, fingerprint)) is not None:
+    if scope is not None and (earlier := _replayed(session, scope, fingerprint, filing)) is not None:
         session.commit()  # ends the read transaction
         return earlier, False
     decision_id = uuid.uuid4().hex
@@ -133,6 +161,7 @@ def record_decision(
             run_id=_run_id(session, run, response.model, model_version, response.mode, dataset or ""),
             document_id=_document_id(session, request.document, store_text),
             external_id=external_id,
+            document_ref=request.document.id,
             idempotency_scope=scope,
             request_sha256=fingerprint,
             api_key_id=api_key_id,
@@ -156,6 +185,7 @@ def record_decision(
                 value_key=kind.answer_key(answer.value),
                 confidence=answer.confidence,
                 step=answer.step,
+                fixed_by=answer.fixed_by,
                 evidence=None if answer.evidence is None else _encode(answer.evidence),
             )
             group.questions.append(row)
@@ -167,7 +197,7 @@ def record_decision(
         session.commit()
     except IntegrityError:
         session.rollback()
-        winner = None if scope is None else _replayed(session, scope, fingerprint)
+        winner = None if scope is None else _replayed(session, scope, fingerprint, filing)
         if winner is None:
             raise
         session.commit()
@@ -191,11 +221,12 @@ def _document_id(session: Session, document: Document, store_text: bool) -> int:
     """Get or create the document by the SHA-256 of its text; fills in text stored without it before."""
     sha = hashlib.sha256(document.text.encode()).hexdigest()
     text, title = (document.text, document.title) if store_text else (None, None)
-    session.execute(
-        insert_for(session, db.Document.__table__)
-        .values(sha256=sha, chars=len(document.text), text=text, title=title, created_at=db.utcnow())
-        .on_conflict_do_nothing(index_elements=["sha256"])
+    upsert = insert_for(session, db.Document.__table__).values(
+        sha256=sha, chars=len(document.text), text=text, title=title, created_at=db.utcnow()
     )
+    # A no-op update rather than DO NOTHING: it locks the row until this decision commits, so a
+    # concurrent delete or prune cannot remove the document in between (`retention.remove_orphans`).
+    session.execute(upsert.on_conflict_do_update(index_elements=["sha256"], set_={"chars": upsert.excluded.chars}))
     row = session.execute(select(db.Document.id, db.Document.text, db.Document.title).filter_by(sha256=sha)).one()
     if store_text and row.text is None:
         session.execute(
@@ -245,6 +276,9 @@ def apply_labels(
     try:
         _write_labels(session, ((by_id[q], value) for q, value in encoded.items()), api_key_id, db.utcnow())
         session.commit()
+    except IntegrityError:  # the decision was deleted since its questions were read
+        session.rollback()
+        raise DecisionNotFound(decision_id) from None
     except BaseException:
         session.rollback()
         raise
@@ -275,7 +309,9 @@ def load_decision(session: Session, decision_id: str) -> StoredDecision:
         mode=group.run.mode,
         model=group.run.model,
         model_version=group.run.model_version,
-        document=StoredDocument(sha256=document.sha256, chars=document.chars, text=document.text, title=document.title),
+        document=StoredDocument(
+            sha256=document.sha256, chars=document.chars, text=document.text, title=document.title, id=group.document_ref
+        ),
         questions=[
             Question(id=q.question_id, text=q.text, schema=msgspec.json.decode(q.schema, type=AnswerSchema))
             for q in group.questions
@@ -297,5 +333,6 @@ def _answer(question: db.Question) -> Answer:
         value=msgspec.json.decode(row.value_json, type=Value),
         confidence=row.confidence,
         step=row.step,
+        fixed_by=row.fixed_by,
         evidence=None if row.evidence is None else msgspec.json.decode(row.evidence, type=list[Evidence]),
     )

@@ -10,12 +10,14 @@ from ..types import Answer, Mode, Question, Rule, Value
 
 
 class StoredDocument(msgspec.Struct, omit_defaults=True):
-    """A stored document; `text` is absent when the store keeps only its fingerprint."""
+    """A stored document; `text` is absent when the store keeps only its fingerprint (and in lists).
+    `id` is the request's own `document.id`, when it gave one."""
 
     sha256: str
     chars: int
     text: str | None = None
     title: str | None = None
+    id: str | None = None
 
 
 class StoredDecision(msgspec.Struct, omit_defaults=True):
@@ -36,6 +38,83 @@ class StoredDecision(msgspec.Struct, omit_defaults=True):
     labels: dict[str, Value]
     dataset: str | None = None
     external_id: str | None = None
+
+
+class DecisionSummary(msgspec.Struct, omit_defaults=True):
+    """One stored decision as a list shows it: its filing, its answers and labels, no document text."""
+
+    id: str
+    created_at: dt.datetime
+    run: str
+    mode: Mode
+    model: str
+    model_version: str
+    document: StoredDocument
+    answers: list[Answer]
+    labels: dict[str, Value]
+    dataset: str | None = None
+    external_id: str | None = None
+
+
+class DecisionPage(msgspec.Struct):
+    """Stored decisions, newest first; pass `next_cursor` back as `cursor` for the next page (null: no more)."""
+
+    items: list[DecisionSummary]
+    next_cursor: str | None
+
+
+class DecisionFilters(msgspec.Struct):
+    """Which decisions a list covers; `since` is inclusive, `until` exclusive (naive times are UTC)."""
+
+    run: str | None = None
+    dataset: str | None = None
+    external_id: str | None = None
+    document_id: str | None = None  # the request's own document.id
+    model: str | None = None
+    mode: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+class RunSummary(msgspec.Struct, omit_defaults=True):
+    """One run (a name, model version, mode and dataset) with what it holds now."""
+
+    id: int
+    name: str
+    model: str
+    model_version: str
+    mode: Mode
+    created_at: dt.datetime
+    decisions: int
+    questions: int
+    labelled: int  # questions with a label
+    dataset: str | None = None
+    last_decision_at: dt.datetime | None = None
+
+
+class RunList(msgspec.Struct):
+    """Every run, newest first."""
+
+    items: list[RunSummary]
+
+
+class Removed(msgspec.Struct):
+    """What a delete or a prune took out of the store (or, in a dry run, would take)."""
+
+    decisions: int
+    questions: int
+    answers: int
+    labels: int
+    documents: int  # documents no remaining decision refers to
+
+
+class FixedAccuracy(msgspec.Struct):
+    """Labelled answers settled one way (by the model, a rule or the schema) and how many are right."""
+
+    answers: int
+    labelled: int
+    correct: int
+    accuracy: float | None
 
 
 class QuestionAccuracy(msgspec.Struct, omit_defaults=True):
@@ -63,6 +142,8 @@ class AccuracyReport(msgspec.Struct):
     group_accuracy: float | None  # share of fully labelled groups answered entirely right
     questions: dict[str, QuestionAccuracy]
     filters: dict[str, str]
+    # the same answers split by what settled them: model accuracy without the answers rules and schemas forced
+    fixed_by: dict[str, FixedAccuracy] = msgspec.field(default_factory=dict)
 
 
 class ReportFilters(msgspec.Struct):

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from ..kinds import all_kinds, value_text
 from . import schema as db
 from .moments import as_utc
-from .records import AccuracyReport, QuestionAccuracy, ReportFilters
+from .records import AccuracyReport, FixedAccuracy, QuestionAccuracy, ReportFilters
 
 
 
@@ -181,6 +181,12 @@ def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
         .order_by(db.Question.question_id, db.Question.kind, db.Label.value_key, db.Answer.value_key)
     ).all()
     confusion = _confusion(confusion_cells)
+    settled = session.execute(
+        _questions_query(db.Answer.fixed_by, func.count(db.Answer.id), func.count(db.Label.id), correct)
+        .where(*where, db.Answer.id.is_not(None))
+        .group_by(db.Answer.fixed_by)
+        .order_by(db.Answer.fixed_by)
+    ).all()
 
     questions = {}
     for question_id, low_kind, high_kind, count, q_labelled, q_correct in per_question:
@@ -201,6 +207,10 @@ def accuracy_report(session: Session, filters: ReportFilters) -> AccuracyReport:
         group_accuracy=_ratio(groups_correct, groups_labelled),
         questions=questions,
         filters=_echo(filters),
+        fixed_by={
+            by: FixedAccuracy(int(n), int(n_labelled), int(n_correct or 0), _ratio(int(n_correct or 0), int(n_labelled)))
+            for by, n, n_labelled, n_correct in settled
+        },
     )
 
 
@@ -228,6 +238,14 @@ def format_report(report: AccuracyReport) -> str:
     ]
     if report.filters:
         lines.append("filters: " + "  ".join(f"{k}={v}" for k, v in report.filters.items()))
+    forced = {by: f for by, f in report.fixed_by.items() if by != "model" and f.answers}
+    if forced:
+        model = report.fixed_by.get("model")
+        lines.append(
+            f"answers the model chose: accuracy {_score(model.accuracy if model else None)} over "
+            f"{model.labelled if model else 0} labelled; "
+            + "  ".join(f"{by}-fixed: {f.answers} ({_score(f.accuracy)})" for by, f in forced.items())
+        )
     if report.questions:
         rows = [("question", "kind", "count", "labelled", "correct", "accuracy")]
         for question_id, q in report.questions.items():

@@ -25,6 +25,7 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 SCOPES = ("decide", "label", "read", "admin")
+FIXED_BY = ("model", "rule", "schema")  # what settled an answer (`decision_engine.types.FixedBy`)
 KINDS = built_in_names()  # the answer kinds questions.kind admits; a new one needs a migration of the CHECK
 
 
@@ -55,6 +56,8 @@ class ApiKey(Base):
     scope: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))  # None: never
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))  # to the minute, not every request
 
 
 class Run(Base):
@@ -94,6 +97,7 @@ class DecisionGroup(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     document_id: Mapped[int] = mapped_column(ForeignKey("documents.id"), index=True)
     external_id: Mapped[str | None] = mapped_column(String(200))
+    document_ref: Mapped[str | None] = mapped_column(String(200), index=True)  # the request's document.id
     # "{api key id or '-'}:{Idempotency-Key}"; unique, so a retried request cannot be stored twice
     idempotency_scope: Mapped[str | None] = mapped_column(String(320), unique=True)
     request_sha256: Mapped[str] = mapped_column(String(64))  # tells a reused key with another body
@@ -135,6 +139,7 @@ class Answer(Base):
     """The decided value of one question."""
 
     __tablename__ = "answers"
+    __table_args__ = (CheckConstraint(_one_of("fixed_by", FIXED_BY), name="fixed_by"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     question_pk: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), unique=True)
@@ -142,6 +147,7 @@ class Answer(Base):
     value_key: Mapped[str] = mapped_column(Text)  # the kind's answer key: equal keys, same answer
     confidence: Mapped[float] = mapped_column(Float)
     step: Mapped[int] = mapped_column(Integer)
+    fixed_by: Mapped[str] = mapped_column(String(8))  # model, rule or schema
     evidence: Mapped[str | None] = mapped_column(Text)  # JSON list of evidence spans
 
 
