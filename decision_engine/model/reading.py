@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..reader.encoding import DocumentStates
@@ -123,19 +122,10 @@ class ReadingModel(BlockDiffusionModel):
         logits = query @ key.transpose(1, 2) / key.shape[-1] ** 0.5
         return logits.masked_fill(~memory.mask[:, None, :], float("-inf"))
 
-    def block_hidden(self, prefix: ReadState, ids, slots, block_mask=None):
-        """Hidden states (B, L, C) of the answer block, each position also given its question's evidence."""
-        if block_mask is None:
-            block_mask = slots > 0
-        offsets = torch.arange(ids.shape[1], device=ids.device)
-        positions = (prefix.lengths[:, None] + offsets[None, :]).clamp(max=self.cfg.max_positions - 1)
-        x = self.embed(ids, positions, 1, slots)
-        index = slots[..., None].expand(-1, -1, x.shape[-1])
-        x = x + self.question_summary(torch.gather(prefix.summaries, 1, index))
-        x = x + self.evidence_in(torch.gather(prefix.evidence, 1, index))
-        for layer_index, layer in enumerate(self.layers):
-            x = layer.block_forward(x, prefix, layer_index, block_mask)
-        return x
+    def block_inputs(self, prefix: ReadState, x, slots):
+        """The block's inputs plus its question's summary and what that question's pointer found."""
+        x = super().block_inputs(prefix, x, slots)
+        return x + self.evidence_in(torch.gather(prefix.evidence, 1, slots[..., None].expand(-1, -1, x.shape[-1])))
 
     def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots, columns=None, memory=None, frozen_layers=0):
         """Training entry: answer-block logits and the prefix state (for the pointer's evidence loss)."""

@@ -222,14 +222,18 @@ class BlockDiffusionModel(nn.Module):
         offsets = torch.arange(ids.shape[1], device=ids.device)
         positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
         positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
-        x = self.embed(ids, positions, 1, slots)
-        if prefix.summaries is not None:  # each position reads its own question, as read with the document
-            x = x + self.question_summary(torch.gather(prefix.summaries, 1, slots[..., None].expand(-1, -1, x.shape[-1])))
+        x = self.block_inputs(prefix, self.embed(ids, positions, 1, slots), slots)
         # The kernel has no backward pass, so training keeps the PyTorch path.
         triton = not torch.is_grad_enabled() and use_triton(x)
         packed = prefix.packed() if triton else [None] * len(self.layers)
         for index, (layer, layer_packed) in enumerate(zip(self.layers, packed)):
             x = layer.block_forward(x, prefix, index, block_mask, layer_packed)
+        return x
+
+    def block_inputs(self, prefix: PrefixState, x, slots):
+        """The block's embedded inputs x (B, L, C) plus what each position reads of its own question."""
+        if prefix.summaries is not None:  # each position reads its own question, as read with the document
+            x = x + self.question_summary(torch.gather(prefix.summaries, 1, slots[..., None].expand(-1, -1, x.shape[-1])))
         return x
 
     def logits(self, hidden, columns=None):  # (B, L, C) -> (B, L, V), or (B, L, len(columns))

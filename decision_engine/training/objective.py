@@ -40,6 +40,26 @@ def batch_tensors(examples: Sequence[Example], pad_id: int, device) -> dict[str,
     )
 
 
+def mask_block(batch: dict[str, torch.Tensor], mask_id: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, masked), each (B, L): t ~ U(0, 1) per example, that share of its block positions masked
+    (at least one: the real position with the smallest draw)."""
+    gold, slots = batch["gold"], batch["block_slots"]
+    real = slots > 0  # (B, L)
+    b, length = gold.shape
+    t = torch.rand(b, 1, generator=generator).to(gold.device)  # (B, 1)
+    masked = (torch.rand(b, length, generator=generator).to(gold.device) < t) & real
+    forced = torch.rand(b, length, generator=generator).to(gold.device).masked_fill(~real, 2.0).argmin(dim=1)
+    masked[torch.arange(b), forced] = True
+    return gold.masked_fill(masked, mask_id), masked
+
+
+def masked_token_loss(logits: torch.Tensor, target: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy on the masked positions, summed per example and divided by the number masked
+    (about t * L: the 1/t weighting of the masked-diffusion bound, with less variance than dividing by t)."""
+    losses = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L)
+    return ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()
+
+
 def masked_diffusion_loss(
     model: BlockDiffusionModel,
     batch: dict[str, torch.Tensor],
@@ -47,29 +67,15 @@ def masked_diffusion_loss(
     generator: torch.Generator,
     constrained: bool = False,
 ) -> torch.Tensor:
-    """Draw t ~ U(0, 1) per example, mask that share of block positions (at least one), predict them.
-
-    Each example's masked losses are summed and divided by the number masked (about t * L: the 1/t
-    weighting of the masked-diffusion bound, with less variance than dividing by t itself).
+    """Mask a share t ~ U(0, 1) of each block (`mask_block`) and predict the masked tokens.
 
     With `constrained` the softmax runs over the tokens each position's schema allows, the
     distribution the decoder renormalises to, instead of the whole vocabulary.
     """
-    gold, slots = batch["gold"], batch["block_slots"]
-    real = slots > 0  # (B, L)
-    b, length = gold.shape
-    t = torch.rand(b, 1, generator=generator).to(gold.device)  # (B, 1)
-    masked = (torch.rand(b, length, generator=generator).to(gold.device) < t) & real
-    # Guarantee one masked position per example: the real position with the smallest draw.
-    forced = torch.rand(b, length, generator=generator).to(gold.device).masked_fill(~real, 2.0).argmin(dim=1)
-    masked[torch.arange(b), forced] = True
-    inputs = gold.masked_fill(masked, mask_id)
+    inputs, masked = mask_block(batch, mask_id, generator)
     prefix = (batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"])
     if constrained:
-        logits = model(*prefix, inputs, slots, batch["columns"]).float()  # (B, L, C)
+        logits = model(*prefix, inputs, batch["block_slots"], batch["columns"]).float()  # (B, L, C)
         logits = logits.masked_fill(~batch["allowed"], float("-inf"))
-        target = batch["gold_column"]
-    else:
-        logits, target = model(*prefix, inputs, slots).float(), gold  # (B, L, V)
-    losses = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L)
-    return ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()
+        return masked_token_loss(logits, batch["gold_column"], masked)
+    return masked_token_loss(model(*prefix, inputs, batch["block_slots"]).float(), batch["gold"], masked)  # (B, L, V)

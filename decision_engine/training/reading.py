@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from ..backends.native import pad_prefixes
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..decoding.layout import LeadingContext, lay_out
@@ -29,6 +27,8 @@ from ..reader.windows import tokenize_document
 from ..types import MAX_QUESTIONS
 from ..validation import request_from_object
 from .config import TrainConfig
+from .objective import batch_tensors as block_batch_tensors
+from .objective import mask_block, masked_token_loss
 
 NOT_MENTIONED = "not mentioned"
 MAX_POSITIONS = 512  # the reading model's window for questions and answers
@@ -103,23 +103,8 @@ def token_mask(states: DocumentStates, ranges: Sequence[tuple[int, int]]) -> tor
 
 
 def batch_tensors(examples: Sequence[ReadingExample], states: dict[str, DocumentStates], pad_id: int, device) -> dict:
-    """Padded prefixes and blocks (as the plain objective), the documents' memory, and gold evidence tokens."""
-    prefix_ids, prefix_slots, prefix_mask = pad_prefixes([e.prefix for e in examples], pad_id, device)
-    width = max(len(e.gold) for e in examples)
-    gold = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    slots = torch.zeros((len(examples), width), dtype=torch.long)
-    columns = sorted({t for e in examples for options in e.allowed for t in options})
-    column_of = {t: c for c, t in enumerate(columns)}
-    allowed = torch.zeros((len(examples), width, len(columns)), dtype=torch.bool)
-    allowed[:, :, 0] = True  # padding positions: one harmless column keeps their (unused) loss finite
-    gold_column = torch.zeros((len(examples), width), dtype=torch.long)
-    for i, e in enumerate(examples):
-        gold[i, : len(e.gold)] = torch.tensor(e.gold)
-        slots[i, : len(e.slots)] = torch.tensor(e.slots)
-        for j, (token, options) in enumerate(zip(e.gold, e.allowed)):
-            allowed[i, j, 0] = False
-            allowed[i, j, [column_of[t] for t in options]] = True
-            gold_column[i, j] = column_of[token]
+    """The plain objective's padded prefixes and blocks, plus the documents' memory and gold evidence tokens."""
+    tensors = block_batch_tensors(examples, pad_id, device)
     documents = [states[e.document] for e in examples]
     memory = DocumentMemory.stack(documents, device)
     n = memory.mask.shape[1]
@@ -131,37 +116,22 @@ def batch_tensors(examples: Sequence[ReadingExample], states: dict[str, Document
         for number, ranges in e.evidence.items():
             if ranges:
                 gold_tokens[i, number, : len(d)] = token_mask(d, ranges)
-    return dict(
-        prefix_ids=prefix_ids, prefix_slots=prefix_slots, prefix_mask=prefix_mask,
-        gold=gold.to(device), block_slots=slots.to(device),
-        columns=torch.tensor(columns, dtype=torch.long, device=device),
-        allowed=allowed.to(device), gold_column=gold_column.to(device),
-        memory=memory.hiding(hide.to(device)), gold_tokens=gold_tokens.to(device),
-    )
+    return {**tensors, "memory": memory.hiding(hide.to(device)), "gold_tokens": gold_tokens.to(device)}
 
 
 def reading_loss(
     model: ReadingModel, batch: dict, mask_id: int, generator: torch.Generator, evidence_weight: float, frozen_layers: int = 0
 ):
     """(total, answer, evidence): the constrained masked-diffusion loss on the block plus the pointer's evidence loss."""
-    gold, slots = batch["gold"], batch["block_slots"]
-    real = slots > 0
-    b, length = gold.shape
-    t = torch.rand(b, 1, generator=generator).to(gold.device)
-    masked = (torch.rand(b, length, generator=generator).to(gold.device) < t) & real
-    forced = torch.rand(b, length, generator=generator).to(gold.device).masked_fill(~real, 2.0).argmin(dim=1)
-    masked[torch.arange(b), forced] = True
-    inputs = gold.masked_fill(masked, mask_id)
+    inputs, masked = mask_block(batch, mask_id, generator)
     logits, prefix = model(
-        batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], inputs, slots, batch["columns"], batch["memory"],
-        frozen_layers,
+        batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], inputs, batch["block_slots"], batch["columns"],
+        batch["memory"], frozen_layers,
     )
     logits = logits.float().masked_fill(~batch["allowed"], float("-inf"))
-    losses = F.cross_entropy(logits.transpose(1, 2), batch["gold_column"], reduction="none")
-    answer = ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()
+    answer = masked_token_loss(logits, batch["gold_column"], masked)
     pointer = prefix.pointer.float()
-    gold_tokens = batch["gold_tokens"][:, : pointer.shape[1]]
-    evidence = evidence_loss(pointer, gold_tokens)
+    evidence = evidence_loss(pointer, batch["gold_tokens"][:, : pointer.shape[1]])
     return answer + evidence_weight * evidence, answer, evidence
 
 
