@@ -262,6 +262,13 @@ def _schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _models(args: argparse.Namespace) -> int:
+    from .models import supported_kinds
+
+    print(supported_kinds())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .training.config import PRESETS as TRAIN_PRESETS
 
@@ -313,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=7, help="the same split, count and seed give the same groups")
     generate.add_argument("--out", help="JSON Lines file to write (default: standard output)")
     generate.set_defaults(func=_generate)
+
+    kinds = sub.add_parser("models", help="list the kinds of checkpoint folder --model accepts")
+    kinds.set_defaults(func=_models)
 
     schemas = sub.add_parser("schemas", help="write (or --check) the JSON Schema files of request and response")
     schemas.add_argument("--out", default="schemas", help="folder of the schema files")

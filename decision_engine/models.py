@@ -12,9 +12,37 @@ from .model.loader import ModelLoadError
 BUNDLED_WEIGHTS = Path(__file__).resolve().parent / "weights"
 
 
+MODEL_KINDS = {  # what --model accepts, told apart by the folder's config.json
+    "native": 'this project\'s block-diffusion checkpoint (config.json with "config" and "name")',
+    "hf-masked-lm": "a transformers masked LM (BERT, ModernBERT)",
+    "masked-dllm": "a mask-token diffusion LLM with its own modelling code, named by config.json's auto_map "
+    "(LLaDA, Dream); needs --trust-remote-code",
+    "diffusion-gemma": 'transformers\' DiffusionGemmaForBlockDiffusion (model_type "diffusion_gemma"; '
+    "transformers >= 5.11)",
+}
+
+
+def supported_kinds() -> str:
+    """One line per model kind `--model` accepts."""
+    return "\n".join(f"{kind}: {what}" for kind, what in MODEL_KINDS.items())
+
+
+def model_kind(meta: dict) -> str:
+    """The kind of checkpoint a folder's config.json describes (masked LM when nothing else fits)."""
+    from .backends.masked_dllm import is_masked_dllm
+
+    if "config" in meta and "name" in meta:
+        return "native"
+    if meta.get("model_type") == "diffusion_gemma":
+        return "diffusion-gemma"
+    if is_masked_dllm(meta):
+        return "masked-dllm"
+    return "hf-masked-lm"
+
+
 def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote_code: bool = False) -> DenoisingModel:
-    """A native checkpoint (config.json with a "config" entry), a Hugging Face masked LM folder,
-    or with no path the bundled weights (the base encoder with an untrained head when none ship)."""
+    """The checkpoint in folder `path`, with the backend its config.json calls for (`MODEL_KINDS`), or with
+    no path the bundled weights (the base encoder with an untrained head when none ship)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .backends.native import load_native
 
@@ -24,16 +52,34 @@ def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote
     folder = Path(path)
     config = folder / "config.json"
     if not config.is_file():
-        raise ModelLoadError(f"{folder} has no config.json; expected a checkpoint folder")
+        raise ModelLoadError(f"{folder} has no config.json; expected a checkpoint folder of a supported kind:\n"
+                             f"{supported_kinds()}")
     try:
         meta = json.loads(config.read_text())
     except json.JSONDecodeError as error:
         raise ModelLoadError(f"{config} is not valid JSON: {error}") from None
-    if "config" in meta and "name" in meta:
+    kind = model_kind(meta)
+    if kind == "native":
         return load_native(folder, device)
+    if kind == "masked-dllm":
+        from .backends.masked_dllm import MaskedDLLMBackend
+
+        try:
+            return MaskedDLLMBackend(folder, device, trust_remote_code)
+        except (OSError, ValueError, ImportError) as error:
+            raise ModelLoadError(f"cannot load {folder} as a masked diffusion LLM: {error}") from None
+    if kind == "diffusion-gemma":
+        from .backends.diffusion_gemma import DiffusionGemmaBackend
+
+        try:
+            return DiffusionGemmaBackend(folder, device)
+        except (OSError, ValueError) as error:
+            raise ModelLoadError(f"cannot load {folder} as DiffusionGemma: {error}") from None
     from .backends.hf_masked_lm import HFMaskedLMBackend
 
     try:
         return HFMaskedLMBackend(folder, device, trust_remote_code)
     except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load {folder} as a masked LM: {error}") from None
+        raise ModelLoadError(
+            f"cannot load {folder} as a masked LM: {error}\nsupported kinds:\n{supported_kinds()}"
+        ) from None

@@ -1,4 +1,4 @@
-"""Any local `AutoModelForMaskedLM` checkpoint (BERT/ModernBERT, or LLaDA/Dream via remote code).
+"""Any local `AutoModelForMaskedLM` checkpoint (BERT, ModernBERT); LLaDA and Dream go through `masked_dllm`.
 
 Generic Hugging Face encoders have no prefix-isolated attention, so the cache is
 the tokenised prefix and each step runs prefix and block together.
@@ -27,6 +27,27 @@ class TokenPrefixCache:
     def select(self, rows: Sequence[int]) -> TokenPrefixCache:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.ids.device)
         return TokenPrefixCache(self.ids.index_select(0, index), self.lengths.index_select(0, index))
+
+
+def full_sequence(
+    cache: TokenPrefixCache, block_ids: torch.Tensor, block_slots: torch.Tensor, pad_id: int
+) -> tuple[torch.Tensor, ...]:
+    """Each row's prefix followed directly by its block, right-padded so positions count from 0 in every row:
+    ids and attention mask (B, T + L), and the row (B, 1) and position (B, L) index of each block position."""
+    device = cache.ids.device
+    batch, block_len = block_ids.shape
+    width = int(cache.lengths.max()) + block_len
+    ids = torch.full((batch, width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros((batch, width), dtype=torch.long, device=device)
+    rows = torch.arange(batch, device=device)[:, None]
+    starts = cache.lengths[:, None] + torch.arange(block_len, device=device)[None, :]  # (B, L)
+    for i in range(batch):
+        n = int(cache.lengths[i])
+        ids[i, :n] = cache.ids[i, :n]
+        mask[i, :n] = 1
+    ids[rows, starts] = block_ids.to(device)
+    mask[rows, starts] = (block_slots.to(device) > 0).long()
+    return ids, mask, rows, starts
 
 
 class HFMaskedLMBackend:
@@ -58,18 +79,7 @@ class HFMaskedLMBackend:
         block_slots: torch.Tensor,
         columns: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        batch, block_len = block_ids.shape
-        width = int(cache.lengths.max()) + block_len
-        ids = torch.full((batch, width), self.vocab.pad_id, dtype=torch.long, device=self.device)
-        mask = torch.zeros((batch, width), dtype=torch.long, device=self.device)
-        rows = torch.arange(batch, device=self.device)[:, None]
-        starts = cache.lengths[:, None] + torch.arange(block_len, device=self.device)[None, :]  # (B, L)
-        for i in range(batch):
-            n = int(cache.lengths[i])
-            ids[i, :n] = cache.ids[i, :n]
-            mask[i, :n] = 1
-        ids[rows, starts] = block_ids.to(self.device)
-        mask[rows, starts] = (block_slots.to(self.device) > 0).long()
+        ids, mask, rows, starts = full_sequence(cache, block_ids, block_slots, self.vocab.pad_id)
         with torch.inference_mode():
             logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
         block = logits[rows, starts]  # (B, L, V)

@@ -16,6 +16,13 @@ def spell_digits(text: str) -> str:
     return ASCII_DIGIT.sub(r" \g<0> ", text)
 
 
+MASK_TOKENS = ("<|mdm_mask|>", "<|mask|>")  # LLaDA's and Dream's mask tokens, which LLaDA's tokenizer leaves undeclared
+
+
+def _first_id(*ids: int | None) -> int | None:
+    return next((i for i in ids if i is not None), None)
+
+
 class VocabularyError(ValueError):
     """The tokenizer lacks something the answer slots need."""
 
@@ -39,7 +46,13 @@ class Vocabulary:
     split_digits: bool = False  # encode numbers digit by digit (models trained that way)
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any, split_digits: bool = False) -> Vocabulary:
+    def from_tokenizer(
+        cls, tokenizer: Any, split_digits: bool = False, mask_id: int | None = None, pad_id: int | None = None
+    ) -> Vocabulary:
+        """The answer-slot ids of `tokenizer`. Diffusion LLMs often declare no mask, pad, cls or sep token:
+        the mask is then `mask_id` or a known mask token of the vocabulary (LLaDA's `<|mdm_mask|>`), the
+        padding `pad_id` or the eos token, and cls/sep fall back to bos/eos."""
+
         def single(text: str) -> int:
             ids = tokenizer.encode(text, add_special_tokens=False)
             if len(ids) != 1:
@@ -47,14 +60,17 @@ class Vocabulary:
             return ids[0]
 
         tokenizer.model_max_length = 1 << 30  # documents are cut by the layout, not the tokenizer
-        for name in ("mask_token_id", "pad_token_id"):
-            if getattr(tokenizer, name, None) is None:
-                raise VocabularyError(f"the tokenizer has no {name.removesuffix('_id')}")
-        cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-        sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        vocab = tokenizer.get_vocab()
+        mask_id = _first_id(mask_id, tokenizer.mask_token_id, *(vocab.get(t) for t in MASK_TOKENS))
+        pad_id = _first_id(pad_id, tokenizer.pad_token_id, tokenizer.eos_token_id)
+        if mask_id is None:
+            raise VocabularyError(f"the tokenizer has no mask token (nor any of {', '.join(MASK_TOKENS)})")
+        if pad_id is None:
+            raise VocabularyError("the tokenizer has no pad token (nor an eos token to pad with)")
+        cls_id = _first_id(tokenizer.cls_token_id, tokenizer.bos_token_id)
+        sep_id = _first_id(tokenizer.sep_token_id, tokenizer.eos_token_id)
         if cls_id is None or sep_id is None:
             raise VocabularyError("the tokenizer has neither cls/sep nor bos/eos tokens")
-        vocab = tokenizer.get_vocab()
         markers = []
         for k in range(1, 9):
             unused = f"[unused{k}]"
@@ -65,8 +81,8 @@ class Vocabulary:
         return cls(
             tokenizer=tokenizer,
             size=len(tokenizer),
-            mask_id=tokenizer.mask_token_id,
-            pad_id=tokenizer.pad_token_id,
+            mask_id=mask_id,
+            pad_id=pad_id,
             cls_id=cls_id,
             sep_id=sep_id,
             digit_ids=tuple(single(str(d)) for d in range(10)),
