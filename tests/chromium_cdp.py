@@ -144,9 +144,17 @@ class Chromium:
             raise RuntimeError(f"{expression}: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> None:
-        """A PNG of the whole page at the window's width."""
-        size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 6000), "scale": 1}
+    def screenshot(self, path: Path, selector: str | None = None, max_height: int = 6000) -> None:
+        """A PNG of the whole page at the window's width, or of the element `selector` only; its top
+        `max_height` pixels at most."""
+        if selector is None:
+            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+            clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1}
+        else:
+            box = self.evaluate(
+                f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+                " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })()"
+            )
+            clip = {**box, "height": min(box["height"], max_height), "scale": 1}
         shot = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
         path.write_bytes(base64.b64decode(shot["data"]))

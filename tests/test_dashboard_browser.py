@@ -135,6 +135,42 @@ def _visit(browser, url: str, name: str) -> None:
     assert browser.problems[before:] == [], f"{name}: {browser.problems[before:]}"
 
 
+def _check_evidence(browser, base: str, keys: dict, decision_id: str) -> None:
+    """The page's marks against the stored decision: each mark is the document's text at its offsets, names
+    exactly the questions whose evidence covers it and, for one question, wears that question's legend colour;
+    every question with evidence is marked, and the legend lists every question in order."""
+    stored = httpx.get(f"{base}/v1/decisions/{decision_id}", headers=bearer(keys["read"])).json()
+    text = stored["document"]["text"]
+    spans = {a["id"]: [(e["start"], e["end"]) for e in a.get("evidence") or []] for a in stored["answers"]}
+    legend = browser.evaluate(
+        "[...document.querySelectorAll('#legend li[data-question]')].map(li => [li.dataset.question,"
+        " getComputedStyle(li.querySelector('.swatch')).backgroundColor])"
+    )
+    assert [qid for qid, _ in legend] == [q["id"] for q in stored["questions"]]
+    colour = dict(legend)
+    assert len(set(colour.values())) == len(colour)  # one colour per question
+    marks = browser.evaluate(
+        "[...document.querySelectorAll('#document mark')].map(m => ({questions: m.dataset.questions.split(' '),"
+        " start: +m.dataset.start, end: +m.dataset.end, text: m.textContent, overlap: m.classList.contains('overlap'),"
+        " background: getComputedStyle(m).backgroundColor, image: getComputedStyle(m).backgroundImage}))"
+    )
+    assert browser.evaluate("document.querySelector('#document').textContent") == text
+    assert marks, "no evidence is marked"
+    for mark in marks:
+        covering = {q for q, edges in spans.items() if any(s <= mark["start"] and mark["end"] <= e for s, e in edges)}
+        assert set(mark["questions"]) == covering, mark
+        assert mark["text"] == text[mark["start"] : mark["end"]]
+        assert mark["overlap"] == (len(covering) > 1)
+        if len(covering) == 1:
+            assert mark["background"] == colour[mark["questions"][0]]
+        else:
+            assert mark["image"].startswith("repeating-linear-gradient(")
+    marked = {q for mark in marks for q in mark["questions"]}
+    assert marked == {q for q, edges in spans.items() if any(s < e for s, e in edges)}
+    overlapping = any(mark["overlap"] for mark in marks)
+    assert browser.evaluate("document.querySelector('#legend-overlap') !== null") == overlapping
+
+
 def test_every_page_in_a_browser(service, browser):
     base, keys, store_url, planted_id = service
     reports = _reports(store_url)
@@ -195,6 +231,13 @@ def test_every_page_in_a_browser(service, browser):
     assert browser.evaluate(f"document.querySelector('#answers').innerText.includes({json.dumps(PLANTED)})")
     assert browser.evaluate(f"document.querySelector('#document').textContent.startsWith({json.dumps(PLANTED)})")
     assert browser.evaluate("document.querySelectorAll('#document mark').length") > 0
+    _check_evidence(browser, base, keys, planted_id)
+
+    listed = httpx.get(f"{base}/v1/decisions", params={"run": "leases-joint"}, headers=bearer(keys["read"]))
+    plain_id = next(item["id"] for item in listed.json()["items"] if item["id"] != planted_id)
+    _visit(browser, f"{base}/dashboard/decisions/{plain_id}", "decision-plain")
+    _check_evidence(browser, base, keys, plain_id)
+    browser.screenshot(SCREENSHOTS / "decision-evidence.png", "#evidence", max_height=600)  # docs/ has a copy
 
     browser.goto(f"{base}/dashboard/logout")
     assert browser.evaluate("location.pathname") == "/dashboard/login"

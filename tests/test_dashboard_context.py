@@ -33,7 +33,7 @@ SCRIPT_GROUP = 3  # its first question's text and its document hold a <script> e
 EVIDENCE = {"q1": [(0, 27), (29, 42)], "q2": [(35, 60)]}  # character offsets into SCRIPT_DOCUMENT
 
 
-def _response(values, confidences, timings, *, model, mode, evidence=None) -> DecisionResponse:
+def _response(values, confidences, timings, *, model, mode, evidence=None, text=SCRIPT_DOCUMENT) -> DecisionResponse:
     answers = []
     for (question_id, value), confidence in zip(zip(("q1", "q2", "q3"), values), confidences):
         spans = (evidence or {}).get(question_id)
@@ -44,7 +44,7 @@ def _response(values, confidences, timings, *, model, mode, evidence=None) -> De
                 confidence=confidence,
                 step=1,
                 fixed_by="model",
-                evidence=None if spans is None else [Evidence(s, e, SCRIPT_DOCUMENT[s:e]) for s, e in spans],
+                evidence=None if spans is None else [Evidence(s, e, text[s:e]) for s, e in spans],
             )
         )
     return DecisionResponse(answers=answers, mode=mode, steps=2, model=model, timings_ms=timings)
@@ -199,6 +199,65 @@ def test_highlight_pieces():
     ]
 
 
+def _rows(*evidence: tuple[str, list[tuple[int, int]]]) -> list[dict]:
+    """Question rows as the decision page builds them: id, text, colour in question order, evidence."""
+    return [
+        {
+            "id": qid,
+            "text": f"question {qid}?",
+            "colour": context.EVIDENCE_COLOURS[i],
+            "evidence": [{"start": s, "end": e, "text": ""} for s, e in spans],
+        }
+        for i, (qid, spans) in enumerate(evidence)
+    ]
+
+
+def test_evidence_view_overlapping_and_adjacent_spans():
+    text = "0123456789abcdef"
+    # zeta comes first in the decision, so it keeps the first colour and leads each piece it shares.
+    rows = _rows(("zeta", [(0, 4), (4, 6)]), ("alpha", [(6, 9)]), ("mid", [(2, 8)]), ("none", []))
+    zeta, alpha, mid, none = (r["colour"] for r in rows)
+    view = context.evidence_view(text, rows)
+    pieces = view["pieces"]
+    assert "".join(p["text"] for p in pieces) == text
+    assert [(p["start"], p["end"], p["questions"]) for p in pieces] == [
+        (0, 2, ["zeta"]),
+        (2, 6, ["zeta", "mid"]),  # zeta's adjacent spans (0, 4) and (4, 6) join: no piece ends at 4
+        (6, 8, ["alpha", "mid"]),  # alpha starts where zeta ends: pieces meet without a gap or an overlap
+        (8, 9, ["alpha"]),
+        (9, 16, []),
+    ]
+    assert [p["colours"] for p in pieces] == [[zeta], [zeta, mid], [alpha, mid], [alpha], []]
+    assert pieces[0]["background"] == zeta and pieces[3]["background"] == alpha and pieces[4]["background"] is None
+    striped = pieces[1]["background"]
+    assert striped.startswith("repeating-linear-gradient(") and zeta in striped and mid in striped
+    assert striped.index(zeta) < striped.index(mid)
+    assert [(e["id"], e["colour"], e["spans"]) for e in view["legend"]] == [
+        ("zeta", zeta, 2), ("alpha", alpha, 1), ("mid", mid, 1), ("none", none, 0)
+    ]
+    assert view["overlaps"] is True
+    assert context.evidence_view(text, _rows(("a", [(0, 3)]), ("b", [(3, 5)])))["overlaps"] is False
+
+
+def test_overlapping_evidence_renders_escaped(store_session):
+    text = "<u>bold</u> & <script>alert(1)</script>"
+    evidence = {"q1": [(0, 11)], "q2": [(7, len(text))]}  # "</u>" is evidence of both
+    response = _response(
+        (E, True, 30), (0.9, 0.9, 0.9), {"total": 1.0}, model="m1", mode="joint", evidence=evidence, text=text
+    )
+    decision_id, _ = record_decision(store_session, make_request(text=text, questions=QUESTIONS[:3]), response)
+    page = context.decision_page(store_session, decision_id)
+    assert [(p["start"], p["end"], p["questions"]) for p in page["document"]["pieces"]] == [
+        (0, 7, ["q1"]), (7, 11, ["q1", "q2"]), (11, len(text), ["q2"])
+    ]
+    html = template_config().to_engine().engine.get_template("decision.html.j2").render(page | {"auth": False})
+    assert "<u>" not in html and "<script" not in html
+    assert 'data-start="0" data-end="7"' in html and ">&lt;u&gt;bold</mark>" in html
+    assert 'class="overlap"' in html and ">&lt;/u&gt;</mark>" in html
+    assert " &amp; &lt;script&gt;alert(1)&lt;/script&gt;</mark></div>" in html
+    assert 'id="legend-overlap"' in html
+
+
 def test_drill_down_marks_evidence_and_escapes(stored):
     session, runs, group_ids = stored
     page = context.decision_page(session, group_ids[SCRIPT_GROUP])
@@ -217,7 +276,20 @@ def test_drill_down_marks_evidence_and_escapes(stored):
     html = environment.get_template("decision.html.j2").render(page | {"auth": True, "key_id": 1})
     assert "<script" not in html
     assert "Is &lt;script&gt;window.__pwned=1&lt;/script&gt; kept confidential?" in html
-    assert '<mark title="q1">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;</mark>' in html
+    first = pieces[0]
+    assert first["questions"] == ["q1"] and first["background"] == first["colours"][0]
+    assert (
+        f'<mark data-questions="q1" data-start="0" data-end="27" title="q1" style="background: {first["background"]}">'
+        "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;</mark>"
+    ) in html
+    assert 'data-questions="q1 q2" data-start="35" data-end="42" title="q1, q2" class="overlap"' in html
+    legend = {entry["id"]: entry for entry in page["legend"]}
+    assert [e["id"] for e in page["legend"]] == ["q1", "q2", "q3"]
+    assert (legend["q1"]["spans"], legend["q2"]["spans"], legend["q3"]["spans"]) == (2, 1, 0)
+    assert legend["q1"]["text"] == SCRIPT_QUESTION  # escaped by the template, as the answers table shows
+    assert f'title="{SCRIPT_QUESTION}"' not in html
+    assert len({e["colour"] for e in page["legend"]}) == 3
+    assert page["document"]["overlaps"] is True
 
 
 def test_every_page_renders_escaped(stored):
@@ -248,8 +320,10 @@ def test_drill_down_without_document_text(store_session):
     decision_id, _ = record_decision(store_session, request, response, store_text=False)
     page = context.decision_page(store_session, decision_id)
     assert page["document"]["stored"] is False and page["document"]["pieces"] is None
+    assert page["legend"] is None
     html = template_config().to_engine().engine.get_template("decision.html.j2").render(page | {"auth": False})
     assert "The document text is not stored" in html
+    assert 'id="legend"' not in html and "<mark" not in html
 
 
 def test_calibration_leaves_forced_answers_out_and_counts_them_apart(store_session):

@@ -217,6 +217,39 @@ def compare_page(session: Session, a: int | None, b: int | None) -> dict:
     return context
 
 
+# One colour per question slot (a request has at most 8 questions): light enough for dark text on top.
+EVIDENCE_COLOURS = ("#ffe08a", "#a9d4ff", "#b8e6ad", "#ffc4d6", "#d8c7ff", "#ffcf9f", "#a8e8df", "#e3e3a6")
+STRIPE_PX = 6  # width of each colour's stripe where the evidence of several questions overlaps
+
+
+def evidence_background(colours: Sequence[str]) -> str:
+    """The CSS background of a piece of evidence: its question's colour, or diagonal stripes of each
+    covering question's colour where evidence overlaps."""
+    if len(colours) == 1:
+        return colours[0]
+    stops = ", ".join(f"{c} {i * STRIPE_PX}px {(i + 1) * STRIPE_PX}px" for i, c in enumerate(colours))
+    return f"repeating-linear-gradient(135deg, {stops})"
+
+
+def evidence_view(text: str, questions: Sequence[dict]) -> dict:
+    """The document cut at every evidence edge, each marked piece with its questions and their colours,
+    and the legend: each question with its colour and how many spans it marks.
+
+    `questions` are the page's question rows (id, text, colour, evidence), in the decision's order.
+    """
+    colour = {q["id"]: q["colour"] for q in questions}
+    order = {q["id"]: i for i, q in enumerate(questions)}
+    pieces = highlight(text, [(e["start"], e["end"], q["id"]) for q in questions for e in q["evidence"]])
+    for piece in pieces:
+        piece["questions"] = sorted(piece["questions"], key=order.__getitem__)
+        piece["colours"] = [colour[q] for q in piece["questions"]]
+        piece["background"] = evidence_background(piece["colours"]) if piece["questions"] else None
+    legend = [
+        {"id": q["id"], "text": q["text"], "colour": colour[q["id"]], "spans": len(q["evidence"])} for q in questions
+    ]
+    return {"pieces": pieces, "legend": legend, "overlaps": any(len(p["questions"]) > 1 for p in pieces)}
+
+
 def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> list[dict]:
     """The text cut into pieces at every span edge; each piece lists the question ids whose evidence covers it.
 
@@ -256,7 +289,7 @@ def decision_page(session: Session, decision_id: str) -> dict:
     stored = load_decision(session, decision_id)
     answers = {a.id: a for a in stored.answers}
     questions = []
-    for question in stored.questions:
+    for slot, question in enumerate(stored.questions):
         answer = answers.get(question.id)
         label = stored.labels.get(question.id)
         questions.append(
@@ -264,6 +297,7 @@ def decision_page(session: Session, decision_id: str) -> dict:
                 "id": question.id,
                 "text": question.text,
                 "kind": kind_of(question.schema).name,
+                "colour": EVIDENCE_COLOURS[slot % len(EVIDENCE_COLOURS)],
                 "answer": None if answer is None else answer.value,
                 "confidence": None if answer is None else answer.confidence,
                 "step": None if answer is None else answer.step,
@@ -283,7 +317,7 @@ def decision_page(session: Session, decision_id: str) -> dict:
         rules = RuleSet.compile([q.schema for q in stored.questions], [q.id for q in stored.questions], stored.rules)
         broken = set(rules.violations(values))
     text = stored.document.text
-    spans = [(e["start"], e["end"], q["id"]) for q in questions for e in q["evidence"]]
+    evidence = None if text is None else evidence_view(text, questions)
     return {
         "title": f"Decision {decision_id}",
         "decision": {
@@ -304,8 +338,10 @@ def decision_page(session: Session, decision_id: str) -> dict:
             "sha256": stored.document.sha256,
             "chars": stored.document.chars,
             "stored": text is not None,
-            "pieces": None if text is None else highlight(text, spans),
+            "pieces": None if evidence is None else evidence["pieces"],
+            "overlaps": evidence is not None and evidence["overlaps"],
         },
+        "legend": None if evidence is None else evidence["legend"],
         "questions": questions,
         "rules": [{"text": _rule_text(rule), "broken": i in broken} for i, rule in enumerate(stored.rules)],
         "rules_checked": checkable,

@@ -4,7 +4,9 @@
         [--key KEY] [--db URL] [--levels 1,16]
 
 Prints one JSON object: per concurrency level the requests, status counts, decisions/s and latency
-percentiles; with --db, how many acknowledged decisions the store holds once, twice or not at all.
+percentiles (of the decisions made, each from the start of the attempt that made it); with --db, how many
+acknowledged decisions the store holds once, twice or not at all. A client told 429 or 503 waits the
+`Retry-After` seconds (at most until its level ends) before trying again, as a well-behaved client does.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ async def run_level(url: str, bodies: list[bytes], concurrency: int, duration: f
             finally:
                 i += concurrency
             statuses[str(reply.status_code)] += 1
-            if 200 <= reply.status_code < 300:
+            if reply.status_code in (429, 503):
+                await asyncio.sleep(max(0.0, min(_retry_after_s(reply), stop_at - time.perf_counter())))
+            elif 200 <= reply.status_code < 300:
                 latencies.append(time.perf_counter() - started)
                 ids.append(reply.json()["id"])
 
@@ -81,6 +85,14 @@ async def run_level(url: str, bodies: list[bytes], concurrency: int, duration: f
         "latency_p95_s": round(latencies[int(0.95 * (len(latencies) - 1))], 4) if latencies else None,
         "ids": ids,
     }
+
+
+def _retry_after_s(reply) -> float:
+    """The reply's Retry-After in seconds; 1 where it gives none (or a date)."""
+    try:
+        return max(0.0, float(reply.headers.get("retry-after", "1")))
+    except ValueError:
+        return 1.0
 
 
 def count_stored(db_url: str, ids: list[str]) -> dict:
@@ -128,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         all_ids.extend(result.pop("ids"))
         report["levels"].append(result)
     if len(results) > 1 and results[0]["decisions_per_s"]:
+        for level in report["levels"][1:]:
+            level["throughput_over_first"] = round(level["decisions_per_s"] / results[0]["decisions_per_s"], 2)
         report["throughput_ratio_last_over_first"] = round(results[-1]["decisions_per_s"] / results[0]["decisions_per_s"], 2)
     if args.db:
         report["store"] = count_stored(args.db, all_ids)
