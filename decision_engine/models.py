@@ -27,6 +27,11 @@ def supported_kinds() -> str:
     return "\n".join(f"{kind}: {what}" for kind, what in MODEL_KINDS.items())
 
 
+def kind_names() -> str:
+    """The model kinds on one line, for errors; `decision-engine models` describes each."""
+    return ", ".join(MODEL_KINDS) + "; `decision-engine models` describes them"
+
+
 def model_kind(meta: dict) -> str:
     """The kind of checkpoint a folder's config.json describes (masked LM when nothing else fits)."""
     from .backends.masked_dllm import is_masked_dllm
@@ -52,8 +57,7 @@ def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote
     folder = Path(path)
     config = folder / "config.json"
     if not config.is_file():
-        raise ModelLoadError(f"{folder} has no config.json; expected a checkpoint folder of a supported kind:\n"
-                             f"{supported_kinds()}")
+        raise ModelLoadError(f"{folder} has no config.json; expected a checkpoint folder of a supported kind ({kind_names()})")
     try:
         meta = json.loads(config.read_text())
     except json.JSONDecodeError as error:
@@ -81,5 +85,5 @@ def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote
         return HFMaskedLMBackend(folder, device, trust_remote_code)
     except (OSError, ValueError) as error:
         raise ModelLoadError(
-            f"cannot load {folder} as a masked LM: {error}\nsupported kinds:\n{supported_kinds()}"
+            f"cannot load {folder} as a masked LM: {error} (supported kinds: {kind_names()})"
         ) from None
