@@ -6,7 +6,7 @@ from . import models
 from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
 from .options import EngineOptions
-from .retrieval.builder import context_for
+from .retrieval.builder import context_for_model
 
 
 def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
@@ -14,4 +14,4 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     already built. Raises ModelLoadError for a model that cannot be opened."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code)
-    return DecisionEngine(model, options.limits, context_for(options.retrieval, model.vocab))
+    return DecisionEngine(model, options.limits, context_for_model(options.retrieval, model))

@@ -48,6 +48,18 @@ def pad_prefixes(prefixes: Sequence[PrefixInput], pad_id: int, device) -> tuple[
     return ids.to(device), slots.to(device), mask.to(device)
 
 
+def pad_positions(prefixes: Sequence[PrefixInput], device) -> torch.Tensor | None:
+    """Right-padded (B, T) positions of prefixes laid out per question; None where none restarts them."""
+    if all(p.positions is None for p in prefixes):
+        return None
+    width = max(len(p.token_ids) for p in prefixes)
+    positions = torch.zeros((len(prefixes), width), dtype=torch.long)
+    for i, p in enumerate(prefixes):
+        n = len(p.token_ids)
+        positions[i, :n] = torch.tensor(p.positions if p.positions is not None else range(n))
+    return positions.to(device)
+
+
 class NativeBackend:
     """Runs `BlockDiffusionModel` with a real per-layer prefix KV cache."""
 
@@ -68,12 +80,13 @@ class NativeBackend:
         self.context_tokens: int | None = None  # document-token cap the model was trained with
         self.reads_documents = model.cfg.reads_documents
         self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
+        self.span_pointer = model.span_pointer  # lays each question's evidence beside it (retrieval/pointed.py)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
         with torch.inference_mode():
             if not self.reads_documents:
-                return self.model.encode_prefix(ids, slots, mask)
+                return self.model.encode_prefix(ids, slots, mask, pad_positions(prefixes, self.device))
             texts = [p.document or "" for p in prefixes]
             states = [self.document_states(text) for text in texts]
             cache = self.model.encode_prefix(ids, slots, mask, DocumentMemory.stack(states, self.device))

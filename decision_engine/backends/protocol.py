@@ -24,6 +24,7 @@ class PrefixInput:
     token_ids: list[int]
     slot_ids: list[int]
     document: str | None = None  # for models that read whole documents: the text read beside the prefix
+    positions: list[int] | None = None  # per token, its position where they restart per question; None: 0, 1, 2, ...
 
 
 class PrefixCache(Protocol):

@@ -50,6 +50,10 @@ class ContextChoice:
     token_ids: list[int]
     ranges: list[tuple[int, int]]  # character offsets of the chosen text, in document order
     evidence: list[list[Evidence]]  # per question, best first
+    # Where each question gets its own evidence (a span pointer): per question, its tokens (laid beside
+    # it, `token_ids` then empty) and the character ranges they came from.
+    per_question: list[list[int]] | None = None
+    question_ranges: list[list[tuple[int, int]]] | None = None
 
 
 class ContextBuilder(Protocol):
@@ -78,8 +82,14 @@ def build_prefix(
     vocab: Vocabulary,
     numbered_questions: Sequence[tuple[int, Sequence[int]]],  # (1-based slot number, question tokens)
     context: Sequence[int],
+    per_question: Sequence[Sequence[int]] | None = None,
 ) -> PrefixInput:
-    """[CLS] <marker k> question k ... [SEP] context [SEP], with each question token tagged k."""
+    """[CLS] <marker k> question k ... [SEP] context [SEP], with each question token tagged k.
+
+    With `per_question` (each question's own evidence tokens): [CLS] then, per question, <marker k>
+    question k [SEP] its evidence, all tagged k and positioned from 1 again, then [SEP]."""
+    if per_question is not None:
+        return _segmented_prefix(vocab, numbered_questions, per_question)
     ids, slots = [vocab.cls_id], [0]
     for number, tokens in numbered_questions:
         piece = [*vocab.marker_ids[number - 1], *tokens]
@@ -92,6 +102,26 @@ def build_prefix(
     ids.append(vocab.sep_id)
     slots.append(0)
     return PrefixInput(ids, slots)
+
+
+def _segmented_prefix(vocab, numbered_questions, per_question) -> PrefixInput:
+    ids, slots, positions = [vocab.cls_id], [0], [0]
+    for (number, tokens), evidence in zip(numbered_questions, per_question, strict=True):
+        piece = [*vocab.marker_ids[number - 1], *tokens, vocab.sep_id, *evidence]
+        ids.extend(piece)
+        slots.extend([number] * len(piece))
+        positions.extend(range(1, len(piece) + 1))
+    ids.append(vocab.sep_id)
+    slots.append(0)
+    positions.append(max(positions) + 1)
+    return PrefixInput(ids, slots, positions=positions)
+
+
+def _shown(choice: ContextChoice, count: int) -> list[list[tuple[int, int]]]:
+    """Per question, the document characters its prefix shows."""
+    if choice.question_ranges is not None:
+        return [list(r) for r in choice.question_ranges]
+    return [list(choice.ranges) for _ in range(count)]
 
 
 @dataclass
@@ -152,13 +182,14 @@ def lay_out(
         blocks, evidence, shown = [], [], []
         for s in slots:
             choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
-            blocks.append(Block(group, [s], [1], build_prefix(vocab, [(1, questions[s])], choice.token_ids)))
+            prefix = build_prefix(vocab, [(1, questions[s])], choice.token_ids, choice.per_question)
+            blocks.append(Block(group, [s], [1], prefix))
             evidence.extend(choice.evidence)
-            shown.append(list(choice.ranges))
+            shown.extend(_shown(choice, 1))
     else:
         choice = context(document, texts, budget(questions, sum(lengths)))
-        evidence, shown = choice.evidence, [list(choice.ranges)] * len(slots)
-        prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids)
+        evidence, shown = choice.evidence, _shown(choice, len(slots))
+        prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids, choice.per_question)
         blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
     return Layout(request, mode, group, rules, blocks, evidence, shown)
 

@@ -191,4 +191,8 @@ def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> d
     if cfg.question_summary and "question_summary.weight" not in state:
         state["question_summary.weight"] = position.new_zeros(cfg.hidden, cfg.hidden)
         state["question_summary.bias"] = position.new_zeros(cfg.hidden)
+    if cfg.points_at_spans and "span_pointer.question.weight" not in state:
+        from ..reader.span_pointer import SpanPointer
+
+        state.update({f"span_pointer.{k}": v.to(position.device) for k, v in SpanPointer().state_dict().items()})
     return state

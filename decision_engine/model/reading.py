@@ -62,7 +62,7 @@ class ReadState(PrefixState):
         base = super().select(rows)
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.mask.device)
         return ReadState(
-            base.keys, base.values, base.mask, base.lengths, base.summaries,
+            base.keys, base.values, base.mask, base.lengths, base.summaries, base.block_start,
             pointer=None if self.pointer is None else self.pointer.index_select(0, index),
             evidence=None if self.evidence is None else self.evidence.index_select(0, index),
             documents=None if self.documents is None else [self.documents[r] for r in rows],

@@ -33,6 +33,7 @@ class BlockDiffusionConfig:
     split_digits: bool = False  # trained on text whose digits stand alone (see Vocabulary.split_digits)
     question_summary: bool = False  # answer positions also read their own question's pooled prefix states
     reads_documents: bool = False  # the whole document is encoded once and read by every layer (model/reading.py)
+    points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -73,6 +74,7 @@ class PrefixState:
     mask: torch.Tensor  # (B, T) True on real tokens
     lengths: torch.Tensor  # (B,) real prefix lengths
     summaries: torch.Tensor | None = None  # (B, S + 1, C) mean last-layer state of each question's tokens
+    block_start: torch.Tensor | None = None  # (B,) position of each row's first block token; None: `lengths`
     _packed: list | None = field(default=None, init=False, repr=False, compare=False)
     _joined: list | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -113,6 +115,7 @@ class PrefixState:
             self.mask.index_select(0, index),
             self.lengths.index_select(0, index),
             None if self.summaries is None else self.summaries.index_select(0, index),
+            None if self.block_start is None else self.block_start.index_select(0, index),
         )
 
 
@@ -201,10 +204,22 @@ class BlockDiffusionModel(nn.Module):
         self.head_norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
         self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.question_summary = question_summary_layer(cfg.hidden) if cfg.question_summary else None
+        self.span_pointer = None
+        if cfg.points_at_spans:
+            from ..reader.span_pointer import SpanPointer
 
-    def encode_prefix(self, ids, slots, mask) -> PrefixState:
-        """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values."""
-        positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
+            self.span_pointer = SpanPointer()
+
+    def encode_prefix(self, ids, slots, mask, positions=None) -> PrefixState:
+        """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values.
+
+        `positions` (B, T) gives each token's position where the prefix restarts them per question
+        (laid out with its own evidence); None numbers the tokens 0, 1, 2, ..."""
+        block_start = None
+        if positions is None:
+            positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
+        else:
+            block_start = positions.masked_fill(~mask, 0).max(dim=1).values + 1
         x = self.embed(ids, positions, 0, slots)
         keys, values = [], []
         for layer in self.layers:
@@ -213,14 +228,15 @@ class BlockDiffusionModel(nn.Module):
             values.append(v)
             x = layer(x, k, v, mask)
         summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
-        return PrefixState(keys, values, mask, mask.sum(dim=1), summaries)
+        return PrefixState(keys, values, mask, mask.sum(dim=1), summaries, block_start)
 
     def block_hidden(self, prefix: PrefixState, ids, slots, block_mask=None):
         """Hidden states (B, L, C) of the answer block; ids, slots: (B, L)."""
         if block_mask is None:
             block_mask = slots > 0
         offsets = torch.arange(ids.shape[1], device=ids.device)
-        positions = prefix.lengths[:, None] + offsets[None, :]  # block continues after each prefix
+        start = prefix.lengths if prefix.block_start is None else prefix.block_start
+        positions = start[:, None] + offsets[None, :]  # block continues after each prefix
         positions = positions.clamp(max=self.cfg.max_positions - 1)  # only padding reaches past the end
         x = self.block_inputs(prefix, self.embed(ids, positions, 1, slots), slots)
         # The kernel has no backward pass, so training keeps the PyTorch path.
@@ -243,7 +259,7 @@ class BlockDiffusionModel(nn.Module):
             return h @ self.embed.word.weight.T + self.head_bias
         return h @ self.embed.word.weight[columns].T + self.head_bias[columns]
 
-    def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots, columns=None):
+    def forward(self, prefix_ids, prefix_slots, prefix_mask, block_ids, block_slots, columns=None, prefix_positions=None):
         """Training entry: logits of the answer block (over `columns` when given), prefix encoded in the same pass."""
-        prefix = self.encode_prefix(prefix_ids, prefix_slots, prefix_mask)
+        prefix = self.encode_prefix(prefix_ids, prefix_slots, prefix_mask, prefix_positions)
         return self.logits(self.block_hidden(prefix, block_ids, block_slots), columns)

@@ -39,6 +39,17 @@ class RetrievalContext:
         return ContextChoice(selected.token_ids, [(s.start, s.end) for s in selected.spans], evidence)
 
 
+def context_for_model(retrieval: str, model) -> ContextBuilder:
+    """The context builder for `model`: its own span pointer's per-question evidence where it has one
+    (it was trained to read that way), else the one `retrieval` names."""
+    pointer = getattr(model, "span_pointer", None)
+    if pointer is not None:
+        from .pointed import PointedContext
+
+        return PointedContext(model.vocab, pointer)
+    return context_for(retrieval, model.vocab)
+
+
 def context_for(retrieval: str, vocab: Vocabulary, evidence_per_question: int = 3) -> ContextBuilder:
     """The context builder a retrieval name stands for: "hybrid" (dense + BM25), "lexical" (BM25)
     or "leading" (the document's first tokens, no evidence)."""

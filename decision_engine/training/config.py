@@ -42,6 +42,8 @@ class TrainConfig:
     evidence_weight: float = 1.0  # reading model: weight of the pointer's evidence loss beside the answer loss
     hidden_evidence_share: float = 0.5  # reading model: share of evidenced questions also asked with that evidence hidden
     frozen_layers: int = 3  # reading model: lower question-prefix layers left as the base has them
+    points_at_spans: bool = False  # a span pointer lays each question's own evidence beside it (retrieval/pointed.py)
+    pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains
     seed: int = 0
     log_every: int = 20
 

@@ -37,6 +37,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             max_positions=max(saved.max_positions, cfg.max_positions),  # a longer window for a continued model
             question_summary=saved.question_summary or cfg.question_summary,  # trained in, it stays
             split_digits=cfg.split_digits,
+            points_at_spans=saved.points_at_spans or cfg.points_at_spans,
         )
         model, _ = load_checkpoint(folder, cfg=model_cfg)
     else:
@@ -46,6 +47,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             question_summary=cfg.question_summary or cfg.reads_documents,  # the reader points from the summary
             split_digits=cfg.split_digits,
             reads_documents=cfg.reads_documents,
+            points_at_spans=cfg.points_at_spans,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     if cfg.freeze_word_embeddings:
@@ -67,6 +69,44 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
             for doc in train_docs:
                 lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS), rng=rng))
     rng.shuffle(lines)
+    return lines
+
+
+def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None]):
+    """Train the model's span pointer on the gold evidence of the training documents, freeze it, and
+    return the context builder that lays out training examples with it, and what the fit measured."""
+    from ..retrieval.embedder import SpanEmbedder
+    from ..retrieval.pointed import PointedContext
+    from .pointer import pointer_examples, train_pointer
+
+    embedder = SpanEmbedder(cache_size=4096)  # every training document stays embedded across epochs
+    pointer = model.span_pointer.cpu()
+    lines = evidenced_lines(cfg)
+    if cfg.pointer_epochs and lines:
+        pointer.train()
+        fitted = train_pointer(pointer, pointer_examples(lines, embedder), cfg.pointer_epochs, cfg.seed, log=log)
+    else:
+        fitted = {"examples": 0, "epochs": 0}
+    pointer.eval()
+    for p in pointer.parameters():
+        p.requires_grad_(False)
+    return PointedContext(vocab, pointer, embedder), fitted
+
+
+def evidenced_lines(cfg: TrainConfig) -> list[dict]:
+    """One line per ContractNLI training document asking all its hypotheses, with gold evidence."""
+    if not cfg.contractnli_path:
+        return []
+    from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+
+    docs, hypotheses = load_contractnli(cfg.contractnli_path)
+    train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+    lines = []
+    for doc in train_docs:
+        groups = to_requests(doc, hypotheses, group_size=MAX_QUESTIONS)
+        merged = dict(groups[0], questions=[q for g in groups for q in g["questions"]])
+        merged["evidence"] = {k: v for g in groups for k, v in g["evidence"].items()}
+        lines.append(merged)
     return lines
 
 
@@ -104,6 +144,9 @@ def train(
     model = build_model(cfg).to(device)
     vocab = model_vocabulary(model)
     spec = LayoutSpec(model.cfg.max_positions, cfg.context_tokens, model.cfg.split_digits, retrieval)
+    context, pointing = None, None
+    if model.span_pointer is not None:
+        context, pointing = fit_pointer(cfg, model, vocab, log)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -115,7 +158,7 @@ def train(
         lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
         return plan_epoch(lines, cfg.independent_share, rng)
 
-    with ExamplePreparer(spec, cfg.data_workers, vocab) as preparer:
+    with ExamplePreparer(spec, cfg.data_workers, vocab, context) as preparer:
         upcoming = preparer.start(planned(0))
         for epoch in range(cfg.epochs):
             examples = preparer.finish(upcoming)
@@ -160,9 +203,11 @@ def train(
         "blocks_seen": seen,
         "minutes": round((time.monotonic() - started) / 60, 2),
         "device": device,
-        "retrieval": retrieval,
+        "retrieval": "pointed" if pointing else retrieval,
         "history": history,
     }
+    if pointing:
+        summary["pointer"] = pointing
     omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []
     save_checkpoint(
         model, out, f"decision-model-{cfg.name}",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from ..backends.native import pad_prefixes
+from ..backends.native import pad_positions, pad_prefixes
 from ..model.transformer import BlockDiffusionModel
 from .examples import Example
 
@@ -34,6 +34,7 @@ def batch_tensors(examples: Sequence[Example], pad_id: int, device) -> dict[str,
             gold_column[i, j] = column_of[token]
     return dict(
         prefix_ids=prefix_ids, prefix_slots=prefix_slots, prefix_mask=prefix_mask,
+        prefix_positions=pad_positions([e.prefix for e in examples], device),
         gold=gold.to(device), block_slots=slots.to(device),
         columns=torch.tensor(columns, dtype=torch.long, device=device),
         allowed=allowed.to(device), gold_column=gold_column.to(device),
@@ -74,8 +75,9 @@ def masked_diffusion_loss(
     """
     inputs, masked = mask_block(batch, mask_id, generator)
     prefix = (batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"])
+    positions = {"prefix_positions": batch["prefix_positions"]} if batch.get("prefix_positions") is not None else {}
     if constrained:
-        logits = model(*prefix, inputs, batch["block_slots"], batch["columns"]).float()  # (B, L, C)
+        logits = model(*prefix, inputs, batch["block_slots"], batch["columns"], **positions).float()  # (B, L, C)
         logits = logits.masked_fill(~batch["allowed"], float("-inf"))
         return masked_token_loss(logits, batch["gold_column"], masked)
-    return masked_token_loss(model(*prefix, inputs, batch["block_slots"]).float(), batch["gold"], masked)  # (B, L, V)
+    return masked_token_loss(model(*prefix, inputs, batch["block_slots"], **positions).float(), batch["gold"], masked)  # (B, L, V)

@@ -17,7 +17,7 @@ from functools import partial
 
 from ..backends.native import base_tokenizer
 from ..backends.vocabulary import Vocabulary
-from ..decoding.layout import lay_out
+from ..decoding.layout import ContextBuilder, lay_out
 from ..retrieval.builder import context_for
 from .examples import Example, LayoutFunction, examples_from_line
 
@@ -43,11 +43,12 @@ class PlannedLine:
     single: float | None
 
 
-def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None) -> LayoutFunction:
-    """`lay_out` as `spec` says (over `vocab`, or the base tokenizer's): (request, mode) -> its layout."""
+def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None, context: ContextBuilder | None = None) -> LayoutFunction:
+    """`lay_out` as `spec` says (over `vocab`, or the base tokenizer's): (request, mode) -> its layout.
+    `context` (a model's own, such as its span pointer's) replaces the retrieval `spec` names."""
     vocab = vocab or Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
     # Training needs no evidence, so documents that fit whole are not ranked.
-    context = context_for(spec.retrieval, vocab, evidence_per_question=0)
+    context = context or context_for(spec.retrieval, vocab, evidence_per_question=0)
     return partial(
         lay_out, vocab=vocab, context=context, max_positions=spec.max_positions, context_tokens=spec.context_tokens
     )
@@ -86,8 +87,12 @@ def _worker_examples(planned: list[PlannedLine]) -> list[Example]:
 class ExamplePreparer:
     """Builds epochs of examples: in this process (`workers` 0) or on a pool, one epoch ahead."""
 
-    def __init__(self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None):
-        self.layout = layout_for(spec, vocab) if workers == 0 else None
+    def __init__(
+        self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None, context: ContextBuilder | None = None
+    ):
+        if workers and context is not None:
+            raise ValueError("a model's own context builder lays examples out in this process: use data_workers 0")
+        self.layout = layout_for(spec, vocab, context) if workers == 0 else None
         self.pool = None
         if workers > 0:
             self.pool = ProcessPoolExecutor(
