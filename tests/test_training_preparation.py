@@ -29,6 +29,26 @@ def test_workers_lay_out_the_same_examples_as_the_training_process():
     assert got == expected
 
 
+def test_workers_lay_out_per_question_evidence_with_the_trained_pointer_they_are_given():
+    from dataclasses import replace
+
+    from decision_engine.reader.span_pointer import SpanPointer
+
+    pointer = SpanPointer()
+    with torch.no_grad():
+        pointer.question.weight.mul_(-1.0)  # not the untrained pointer: the workers must use this one
+    spec = replace(SPEC, pointer=pointer.state_dict())
+    planned = plan_epoch(generate_groups("train", 6, seed=4), independent_share=0.0, rng=random.Random(0))
+    with ExamplePreparer(spec, workers=0) as here:
+        expected = here.finish(here.start(planned))
+    with ExamplePreparer(spec, workers=1) as pool:
+        got = pool.finish(pool.start(planned))
+    with ExamplePreparer(replace(SPEC, pointer=SpanPointer().state_dict()), workers=0) as untrained:
+        other = untrained.finish(untrained.start(planned))
+    assert all(e.prefix.positions is not None for e in expected)
+    assert got == expected and other != expected
+
+
 def test_plan_draws_single_questions_at_the_configured_share():
     lines = [{"id": str(i)} for i in range(2000)]
     none = plan_epoch(lines, 0.0, random.Random(1))

@@ -147,6 +147,7 @@ def train(
     context, pointing = None, None
     if model.span_pointer is not None:
         context, pointing = fit_pointer(cfg, model, vocab, log)
+        spec = replace(spec, pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()})
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)

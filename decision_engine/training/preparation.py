@@ -33,6 +33,7 @@ class LayoutSpec:
     context_tokens: int | None  # document-token cap
     split_digits: bool  # how the model reads numbers
     retrieval: str  # "leading", "lexical" or "hybrid"
+    pointer: dict | None = None  # a trained span pointer's state: each question's own evidence (retrieval/pointed.py)
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,26 @@ class PlannedLine:
 
 def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None, context: ContextBuilder | None = None) -> LayoutFunction:
     """`lay_out` as `spec` says (over `vocab`, or the base tokenizer's): (request, mode) -> its layout.
-    `context` (a model's own, such as its span pointer's) replaces the retrieval `spec` names."""
+    `context`, when given, is the one `spec` describes already built (a worker builds its own)."""
     vocab = vocab or Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
+    if context is None and spec.pointer is not None:
+        context = pointed_context(vocab, spec.pointer)
     # Training needs no evidence, so documents that fit whole are not ranked.
     context = context or context_for(spec.retrieval, vocab, evidence_per_question=0)
     return partial(
         lay_out, vocab=vocab, context=context, max_positions=spec.max_positions, context_tokens=spec.context_tokens
     )
+
+
+def pointed_context(vocab: Vocabulary, pointer_state: dict) -> ContextBuilder:
+    """Per-question evidence from a frozen span pointer, every training document's vectors kept."""
+    from ..reader.span_pointer import SpanPointer
+    from ..retrieval.embedder import SpanEmbedder
+    from ..retrieval.pointed import PointedContext
+
+    pointer = SpanPointer()
+    pointer.load_state_dict(pointer_state)
+    return PointedContext(vocab, pointer.eval(), SpanEmbedder(cache_size=4096))
 
 
 def plan_epoch(lines: Sequence[dict], independent_share: float, rng: random.Random) -> list[PlannedLine]:
@@ -90,8 +104,6 @@ class ExamplePreparer:
     def __init__(
         self, spec: LayoutSpec, workers: int = 0, vocab: Vocabulary | None = None, context: ContextBuilder | None = None
     ):
-        if workers and context is not None:
-            raise ValueError("a model's own context builder lays examples out in this process: use data_workers 0")
         self.layout = layout_for(spec, vocab, context) if workers == 0 else None
         self.pool = None
         if workers > 0:
