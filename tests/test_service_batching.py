@@ -140,3 +140,25 @@ def test_health_is_never_shed(path):
 
     asyncio.run(limited({"type": "http", "path": path}, None, send))
     assert statuses == [200]
+
+
+def test_decisions_past_the_queue_cap_are_turned_away_at_once_and_the_admitted_still_decide(tiny_backend):
+    from decision_engine.service.batcher import QueueFull
+
+    engine = DecisionEngine(tiny_backend)
+
+    async def scenario():
+        batcher = DecisionBatcher(engine, max_batch=8, max_wait_ms=50, max_waiting=3)
+        await batcher.start()
+        try:
+            outcomes = await asyncio.gather(*(batcher.decide(r) for r in requests(5)), return_exceptions=True)
+            after = await batcher.decide(requests(1)[0])  # room again once the first ones are answered
+        finally:
+            await batcher.stop()
+        return batcher, outcomes, after
+
+    batcher, outcomes, after = asyncio.run(scenario())
+    refused = [o for o in outcomes if isinstance(o, QueueFull)]
+    assert len(refused) == 2 and all(o.retry_after >= 1 for o in refused)
+    assert all(not isinstance(o, Exception) for o in outcomes[:3])
+    assert after.answers and batcher.waiting == 0

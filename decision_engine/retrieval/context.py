@@ -26,7 +26,7 @@ class SelectedContext:
     evidence: list[list[tuple[Span, float]]]  # per question: (span, score), best first
 
 
-def _zscore(rows: np.ndarray) -> np.ndarray:
+def zscore(rows: np.ndarray) -> np.ndarray:
     """Each row shifted to mean 0 and scaled to unit deviation; constant rows become 0."""
     mean = rows.mean(axis=1, keepdims=True)
     std = rows.std(axis=1, keepdims=True)
@@ -59,10 +59,10 @@ class Retriever:
             question_vectors = self.embedder.embed_questions(questions)  # (Q, 384)
             # numpy, not torch: torch's thread pool costs milliseconds on a product this small
             cosine = question_vectors.numpy().astype(np.float64) @ span_vectors.numpy().astype(np.float64).T  # (Q, S)
-            scores += self.dense_weight * _zscore(cosine)
+            scores += self.dense_weight * zscore(cosine)
         if self.lexical_weight:
             lexical = bm25_scores(questions, [s.text for s in spans])  # (Q, S)
-            scores += self.lexical_weight * _zscore(lexical)
+            scores += self.lexical_weight * zscore(lexical)
         return spans, scores
 
     def build_context(

@@ -17,7 +17,7 @@ from ..backends.vocabulary import Vocabulary
 from ..decoding.layout import ContextChoice
 from ..reader.span_pointer import SpanPointer
 from ..types import Evidence
-from .context import SPAN_CHARS, _zscore
+from .context import SPAN_CHARS, zscore
 from .embedder import SpanEmbedder
 from .lexical import bm25_scores
 from .spans import Span, split_spans
@@ -42,7 +42,7 @@ def pointer_features(embedder: SpanEmbedder, document: str, questions: Sequence[
     texts = [s.text for s in spans]
     span_vectors = embedder.embed_spans(document, spans)
     question_vectors = embedder.embed_questions(list(questions))
-    lexical = _zscore(bm25_scores(list(questions), texts)) if spans else np.zeros((len(questions), 0))
+    lexical = zscore(bm25_scores(list(questions), texts)) if spans else np.zeros((len(questions), 0))
     return PointerFeatures(spans, span_vectors, question_vectors, torch.as_tensor(lexical, dtype=torch.float32))
 
 

@@ -44,7 +44,10 @@ def create_app(settings: ServiceSettings = ServiceSettings(), engine: DecisionEn
         if settings.migrate:
             open_store(url, migrate=True).dispose()
         store = StoreGateway(url, settings.store_document_text, settings.key_cache_s)
-        batcher = DecisionBatcher(engine or partial(_build_engine, settings), settings.batch_max, settings.batch_wait_ms)
+        batcher = DecisionBatcher(
+            engine or partial(_build_engine, settings), settings.batch_max, settings.batch_wait_ms,
+            settings.max_queued_decisions,
+        )
         try:
             await batcher.start()  # with no engine given, the model loads in the batcher's model thread
             resources.store, resources.batcher = store, batcher

@@ -14,6 +14,14 @@ from ..types import DecisionRequest, DecisionResponse
 from .drain import DrainRate
 
 
+class QueueFull(Exception):
+    """The batcher already holds as many decisions as it admits; `retry_after` says when it will have room."""
+
+    def __init__(self, waiting: int, retry_after: int):
+        super().__init__(f"{waiting} decisions are already waiting for the model; retry in {retry_after} s")
+        self.retry_after = retry_after
+
+
 @dataclass
 class _Pending:
     request: DecisionRequest
@@ -25,7 +33,10 @@ class DecisionBatcher:
     """Requests arriving within `max_wait_ms` of each other (up to `max_batch`) share denoising passes.
 
     One worker thread runs the model, so the event loop stays free and the model sees one batch at a time;
-    requests that arrive while a batch runs form the next one. Given a factory instead of an engine, the
+    requests that arrive while a batch runs form the next one. At most `max_waiting` decisions wait or
+    run at once; past that a request is turned away at once (`QueueFull`, a 429 whose Retry-After is
+    the measured time the waiting ones take), so admitted requests never queue behind an unbounded crowd.
+    Given a factory instead of an engine, the
     model is built in that same thread: PyTorch's CPU thread pool belongs to the thread that first computes,
     and a model loaded in one thread and run in another runs markedly slower.
     """
@@ -35,11 +46,14 @@ class DecisionBatcher:
         engine: DecisionEngine | Callable[[], DecisionEngine],
         max_batch: int = 16,
         max_wait_ms: float = 5.0,
+        max_waiting: int = 24,
     ):
         self._factory = None if isinstance(engine, DecisionEngine) else engine
         self.engine: DecisionEngine | None = engine if self._factory is None else None
         self.max_batch = max_batch
         self.max_wait_s = max_wait_ms / 1e3
+        self.max_waiting = max_waiting
+        self.waiting = 0  # decisions admitted and not yet answered
         self._queue: asyncio.Queue[_Pending] | None = None
         self._worker: asyncio.Task | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -77,13 +91,18 @@ class DecisionBatcher:
         take, and the engine's own error where it failed on this request."""
         if self._queue is None:
             raise RuntimeError("the batcher is not started")
+        if self.waiting >= self.max_waiting:
+            raise QueueFull(self.waiting, self.drain.retry_after(self.waiting))
         pending = _Pending(request, asyncio.get_running_loop().create_future())
-        await self._queue.put(pending)
+        self.waiting += 1
         try:
+            await self._queue.put(pending)
             return await pending.future
         except asyncio.CancelledError:
             pending.abandoned = True  # the model thread drops it if it has not started on it
             raise
+        finally:
+            self.waiting -= 1
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()

@@ -20,6 +20,8 @@ def add_service_commands(sub) -> None:
     serve.add_argument("--no-auth", action="store_true", help="accept requests without API keys (local experiments only)")
     serve.add_argument("--no-document-text", action="store_true", help="store only each document's SHA-256")
     serve.add_argument("--max-in-flight", type=int, default=64, help="requests served at once; past it 429")
+    serve.add_argument("--max-queued-decisions", type=int, default=ServiceSettings.max_queued_decisions,
+                       help="decisions waiting for the model at once; past it 429 with the measured Retry-After")
     serve.add_argument("--batch-max", type=int, default=16, help="requests sharing one model call")
     serve.add_argument("--batch-wait-ms", type=float, default=5.0, help="how long a request waits for company")
     serve.add_argument("--request-timeout-s", type=float, default=ServiceSettings.request_timeout_s,
@@ -33,8 +35,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .app import create_app
 
-    if args.max_in_flight < 1 or args.batch_max < 1 or args.batch_wait_ms < 0:
-        print("error: --max-in-flight and --batch-max must be at least 1, --batch-wait-ms at least 0", file=sys.stderr)
+    if min(args.max_in_flight, args.max_queued_decisions, args.batch_max) < 1 or args.batch_wait_ms < 0:
+        print("error: --max-in-flight, --max-queued-decisions and --batch-max must be at least 1, "
+              "--batch-wait-ms at least 0", file=sys.stderr)
         return 2
     if not 0 < args.request_timeout_s <= 3600:
         print("error: --request-timeout-s must be more than 0 and at most 3600", file=sys.stderr)
@@ -46,6 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
         store_document_text=not args.no_document_text,
         max_in_flight=args.max_in_flight,
         batch_max=args.batch_max,
+        max_queued_decisions=args.max_queued_decisions,
         batch_wait_ms=args.batch_wait_ms,
         request_timeout_s=args.request_timeout_s,
     )

@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from ..errors import RequestError
 from ..store.database import StoreUnavailable
 from ..store.recording import DecisionNotFound, IdempotencyConflict
+from .batcher import QueueFull
 from .budget import OverBudget
 from .wire import ErrorBody
 
@@ -52,6 +53,10 @@ def _unavailable(_: Request, error: StoreUnavailable) -> Response:
     return error_response(503, "store", "the decision store cannot be reached; retry later", {"Retry-After": "5"})
 
 
+def _queue_full(_: Request, error: QueueFull) -> Response:
+    return error_response(429, "request", str(error), {"Retry-After": str(error.retry_after)})
+
+
 def _over_budget(request: Request, error: OverBudget) -> Response:
     log.warning("%s %s: %s", request.method, request.url.path, error)
     problem = f"{error}; retry later, or send a smaller request (fewer rule values, a shorter document)"
@@ -80,6 +85,7 @@ EXCEPTION_HANDLERS = {
     IdempotencyConflict: _conflict,
     StoreUnavailable: _unavailable,
     OverBudget: _over_budget,
+    QueueFull: _queue_full,
     HTTPException: _http,
     Exception: _internal,
 }

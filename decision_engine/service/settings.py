@@ -21,6 +21,7 @@ class ServiceSettings:
     max_body_bytes: int = 8 * 1024 * 1024  # a 1M-character document in JSON, with room to spare
     max_in_flight: int = 64  # requests being served at once; past it, 429 with Retry-After
     batch_max: int = 16  # requests gathered into one model call
+    max_queued_decisions: int = 24  # decisions waiting for or in the model; past it, 429 with the measured Retry-After
     batch_wait_ms: float = 5.0  # how long the first request of a batch waits for company
     request_timeout_s: float = 30.0  # a decision not made by then is a 503 and its work is dropped
     key_cache_s: float = 0.0  # how long a checked API key is trusted without asking the store (0: every request)
