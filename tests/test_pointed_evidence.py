@@ -186,3 +186,20 @@ def test_a_pointed_model_trains_saves_and_decides_with_its_pointer_evidence(tmp_
     for answer in response.answers:
         assert answer.value in LABELS
         assert answer.evidence and all(DOCUMENT[e.start : e.end] == e.text for e in answer.evidence)
+
+
+def test_segments_read_alone_keeps_each_question_blind_to_the_others_evidence():
+    cfg = replace(BlockDiffusionConfig.from_name("tiny"), question_summary=True, segments_read_alone=True)
+    model = random_model(cfg, seed=2)
+    slots = torch.tensor([[0, 1, 1, 1, 2, 2, 2, 0]])
+    positions = torch.tensor([[0, 1, 2, 3, 1, 2, 3, 4]])
+    mask = torch.ones_like(slots, dtype=torch.bool)
+    ids = torch.randint(1000, 2000, (1, 8))
+    changed = ids.clone()
+    changed[0, 5] += 1  # a token of question 2's evidence
+    with torch.no_grad():
+        a = model.encode_prefix(ids, slots, mask, positions)
+        b = model.encode_prefix(changed, slots, mask, positions)
+    assert torch.allclose(a.summaries[0, 1], b.summaries[0, 1], atol=1e-6)  # question 1 did not see it
+    assert not torch.allclose(a.summaries[0, 2], b.summaries[0, 2], atol=1e-4)
+    assert not torch.allclose(a.keys[-1][0, :, 0], b.keys[-1][0, :, 0], atol=1e-4)  # [CLS] reads every question

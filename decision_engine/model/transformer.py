@@ -34,6 +34,7 @@ class BlockDiffusionConfig:
     question_summary: bool = False  # answer positions also read their own question's pooled prefix states
     reads_documents: bool = False  # the whole document is encoded once and read by every layer (model/reading.py)
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
+    segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -155,9 +156,11 @@ class Layer(nn.Module):
         return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, x, keys, values, mask):
-        """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask (B, T) allows."""
+        """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask (B, T), or
+        (B, T, T) per query token, allows."""
         q = self.split(self.query(x))
-        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None, None, :]))
+        allowed = mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]
+        return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed))
 
     def block_forward(self, x, prefix: PrefixState, index: int, block_mask, packed=None):
         """Block pass: x (B, L, C) attends to layer `index` of the cached prefix and bidirectionally to
@@ -184,6 +187,15 @@ def question_summary_layer(hidden: int) -> nn.Linear:
     nn.init.zeros_(layer.weight)
     nn.init.zeros_(layer.bias)
     return layer
+
+
+def segment_mask(slots, mask):
+    """(B, T, T): a question's tokens see only their own question's tokens; the shared ones (slot 0,
+    such as [CLS]) see everything, so what questions have in common reaches the answer block through
+    them and never another question's reading. slots, mask: (B, T)."""
+    same = slots[:, :, None] == slots[:, None, :]
+    shared = (slots == 0)[:, :, None]
+    return (same | shared) & mask[:, None, :]
 
 
 def question_means(x, slots, mask, max_slots: int):
@@ -221,12 +233,13 @@ class BlockDiffusionModel(nn.Module):
         else:
             block_start = positions.masked_fill(~mask, 0).max(dim=1).values + 1
         x = self.embed(ids, positions, 0, slots)
+        seen = segment_mask(slots, mask) if self.cfg.segments_read_alone and block_start is not None else mask
         keys, values = [], []
         for layer in self.layers:
             k, v = layer.split(layer.key(x)), layer.split(layer.value(x))
             keys.append(k)
             values.append(v)
-            x = layer(x, k, v, mask)
+            x = layer(x, k, v, seen)
         summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
         return PrefixState(keys, values, mask, mask.sum(dim=1), summaries, block_start)
 

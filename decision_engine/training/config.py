@@ -43,6 +43,7 @@ class TrainConfig:
     hidden_evidence_share: float = 0.5  # reading model: share of evidenced questions also asked with that evidence hidden
     frozen_layers: int = 3  # reading model: lower question-prefix layers left as the base has them
     points_at_spans: bool = False  # a span pointer lays each question's own evidence beside it (retrieval/pointed.py)
+    segments_read_alone: bool = False  # with points_at_spans: each question's prefix reads only itself and its evidence
     pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains
     seed: int = 0
     log_every: int = 20

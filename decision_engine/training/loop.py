@@ -38,6 +38,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             question_summary=saved.question_summary or cfg.question_summary,  # trained in, it stays
             split_digits=cfg.split_digits,
             points_at_spans=saved.points_at_spans or cfg.points_at_spans,
+            segments_read_alone=saved.segments_read_alone or cfg.segments_read_alone,
         )
         model, _ = load_checkpoint(folder, cfg=model_cfg)
     else:
@@ -48,6 +49,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             split_digits=cfg.split_digits,
             reads_documents=cfg.reads_documents,
             points_at_spans=cfg.points_at_spans,
+            segments_read_alone=cfg.segments_read_alone,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     if cfg.freeze_word_embeddings:
