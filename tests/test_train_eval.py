@@ -131,7 +131,8 @@ def test_constrained_loss_is_the_full_softmax_renormalised_over_allowed_tokens()
 
 def test_a_stage_without_its_previous_stage_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # no runs/cpu-summary-more here
-    assert main(["train", "--config", "shipped"]) == 2
+    stage6 = Path(__file__).resolve().parents[1] / "experiments" / "cpu-stage6.json"
+    assert main(["train", "--config", str(stage6)]) == 2
     assert "init_from runs/cpu-summary-more: no checkpoint there" in capsys.readouterr().err
 
 

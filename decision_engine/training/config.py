@@ -96,12 +96,13 @@ PRESETS: dict[str, dict] = {
         name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=62.0,
         learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
     ),
-    # Stage 6, the last: stage 5 (runs/cpu-summary-more) continued at a lower learning rate with the
-    # question summary and four ContractNLI passes per epoch. Its output is the bundled model.
+    # The bundled model: from the base encoder with the span pointer, each question reading only its own
+    # evidence (about 40 minutes on a 2-core CPU). The six-stage recipe of the model bundled before it
+    # is `cpu` and experiments/cpu-*.json (its last stage: experiments/cpu-stage6.json).
     "shipped": dict(
-        name="cpu", init_from="runs/cpu-summary-more", first_epoch=12, generated_groups_per_epoch=400,
-        contractnli_repeats=4, epochs=2, max_minutes=30.0, learning_rate=5e-5, warmup_steps=20, log_every=10,
-        constrained_loss=True, question_summary=True,
+        name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20,
+        question_summary=True, constrained_loss=True, generated_groups_per_epoch=300, contractnli_repeats=2,
+        epochs=3, learning_rate=1.5e-4, warmup_steps=30, max_minutes=40.0, log_every=10,
     ),
     # The GPU stage: the shipped model continued on many more fresh groups, sized for one H200 for
     # four minutes (bf16 autocast, examples laid out by worker processes one epoch ahead).
