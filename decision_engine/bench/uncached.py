@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..backends.native import NativeBackend, pad_prefixes
+from ..backends.native import NativeBackend, pad_positions, pad_prefixes
 from ..backends.protocol import PrefixInput
 from ..model.reading import DocumentMemory
 from ..reader.windows import tokenize_document
@@ -26,11 +26,14 @@ class PrefixTokens:
     slots: torch.Tensor  # (B, T)
     mask: torch.Tensor  # (B, T) True on real tokens
     documents: list[str] | None = None  # per row, the text a reading model reads (encoded again every step)
+    positions: torch.Tensor | None = None  # (B, T) where positions restart per question; None: 0, 1, 2, ...
 
     def select(self, rows: Sequence[int]) -> PrefixTokens:
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.ids.device)
         tensors = (t.index_select(0, index) for t in (self.ids, self.slots, self.mask))
-        return PrefixTokens(*tensors, None if self.documents is None else [self.documents[r] for r in rows])
+        documents = None if self.documents is None else [self.documents[r] for r in rows]
+        positions = None if self.positions is None else self.positions.index_select(0, index)
+        return PrefixTokens(*tensors, documents, positions)
 
 
 class UncachedBackend:
@@ -62,7 +65,10 @@ class UncachedBackend:
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixTokens:
         documents = [p.document or "" for p in prefixes] if self.reads_documents else None
-        return PrefixTokens(*pad_prefixes(prefixes, self.vocab.pad_id, self.inner.device), documents)
+        device = self.inner.device
+        return PrefixTokens(
+            *pad_prefixes(prefixes, self.vocab.pad_id, device), documents, pad_positions(prefixes, device)
+        )
 
     def block_logits(
         self,
@@ -74,7 +80,7 @@ class UncachedBackend:
         model, device = self.inner.model, self.inner.device
         with torch.inference_mode():
             if cache.documents is None:
-                prefix = model.encode_prefix(cache.ids, cache.slots, cache.mask)
+                prefix = model.encode_prefix(cache.ids, cache.slots, cache.mask, cache.positions)
             else:  # no document cache either: every step encodes each document again
                 prefix = self._read(cache)
             hidden = model.block_hidden(prefix, block_ids.to(device), block_slots.to(device))
