@@ -19,6 +19,9 @@ def clear_document_cache(engine: DecisionEngine) -> None:
     documents = getattr(engine.model, "documents", None)  # only reading backends keep one
     if documents is not None:
         documents.clear()
+    embedder = getattr(engine.context, "embedder", None)  # a span pointer's per-document span vectors
+    if embedder is not None:
+        embedder.clear_cache()
 
 
 def cold_and_warm(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: str = "joint") -> dict:
