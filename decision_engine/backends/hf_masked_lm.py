@@ -50,7 +50,31 @@ def full_sequence(
     return ids, mask, rows, starts
 
 
-class HFMaskedLMBackend:
+class FullSequenceBackend:
+    """The prefix kept as tokens and run again with the block at every step, for models without a
+    prefix-isolated cache. Subclasses set model, vocab, device and `shift_logits`."""
+
+    shift_logits = False  # True where the logits at i score position i + 1 (Dream)
+
+    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:
+        ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
+        return TokenPrefixCache(ids, mask.sum(dim=1))
+
+    def block_logits(
+        self,
+        cache: TokenPrefixCache,
+        block_ids: torch.Tensor,
+        block_slots: torch.Tensor,
+        columns: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        ids, mask, rows, starts = full_sequence(cache, block_ids, block_slots, self.vocab.pad_id)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
+        block = logits[rows, starts - 1 if self.shift_logits else starts]  # (B, L, V); a prefix is never empty
+        return block if columns is None else block.index_select(-1, columns.to(self.device))
+
+
+class HFMaskedLMBackend(FullSequenceBackend):
     """Drives a Hugging Face masked LM loaded from a local folder (never downloaded)."""
 
     def __init__(self, path: str | Path, device: str = "cpu", trust_remote_code: bool = False):
@@ -67,20 +91,3 @@ class HFMaskedLMBackend:
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
         self.context_tokens: int | None = None  # trained for no particular cap: the window limits the context
         self.reads_documents = False  # the document is laid into the prefix as context tokens
-
-    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:
-        ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
-        return TokenPrefixCache(ids, mask.sum(dim=1))
-
-    def block_logits(
-        self,
-        cache: TokenPrefixCache,
-        block_ids: torch.Tensor,
-        block_slots: torch.Tensor,
-        columns: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        ids, mask, rows, starts = full_sequence(cache, block_ids, block_slots, self.vocab.pad_id)
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
-        block = logits[rows, starts]  # (B, L, V)
-        return block if columns is None else block.index_select(-1, columns.to(self.device))

@@ -8,16 +8,13 @@ together. The cache is the tokenised prefix, laid out as for a masked LM.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..model.loader import ModelLoadError
-from .hf_masked_lm import TokenPrefixCache, full_sequence
-from .native import pad_prefixes
-from .protocol import PrefixInput
+from .hf_masked_lm import FullSequenceBackend
 from .vocabulary import Vocabulary, VocabularyError
 
 LOADERS = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForCausalLM")  # auto classes tried, in this order
@@ -58,7 +55,7 @@ def _loader_name(config: dict, options: MaskedDLLMOptions) -> str:
     )
 
 
-class MaskedDLLMBackend:
+class MaskedDLLMBackend(FullSequenceBackend):
     """Drives a remote-code mask-token diffusion LLM from a local folder (never downloaded)."""
 
     def __init__(
@@ -100,20 +97,3 @@ class MaskedDLLMBackend:
         )
         self.context_tokens: int | None = None  # the window alone limits the context
         self.reads_documents = False  # the document is laid into the prefix as context tokens
-
-    def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> TokenPrefixCache:
-        ids, _, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
-        return TokenPrefixCache(ids, mask.sum(dim=1))
-
-    def block_logits(
-        self,
-        cache: TokenPrefixCache,
-        block_ids: torch.Tensor,
-        block_slots: torch.Tensor,
-        columns: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        ids, mask, rows, starts = full_sequence(cache, block_ids, block_slots, self.vocab.pad_id)
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T + L, V)
-        block = logits[rows, starts - 1 if self.shift_logits else starts]  # (B, L, V); a prefix is never empty
-        return block if columns is None else block.index_select(-1, columns.to(self.device))

@@ -15,6 +15,7 @@ import torch
 
 from ..backends.vocabulary import Vocabulary
 from ..decoding.layout import ContextChoice
+from ..reader.evidence import EVIDENCE_SPANS
 from ..reader.span_pointer import SpanPointer
 from ..types import Evidence
 from .context import SPAN_CHARS, zscore
@@ -23,7 +24,6 @@ from .lexical import bm25_scores
 from .spans import Span, split_spans
 
 EVIDENCE_TOKENS = 160  # tokens of evidence laid beside each question
-EVIDENCE_SPANS = 3  # spans reported per answer, best first
 MAX_PASSES = 8  # spans a question passes over for not fitting before it stops choosing
 
 
