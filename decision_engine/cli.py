@@ -269,6 +269,24 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_chooser(args: argparse.Namespace) -> int:
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS
+    from .training.value_choice import add_value_chooser
+
+    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    if args.groups < 1 or args.epochs < 1:
+        print("error: --groups and --epochs must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        fitted = add_value_chooser(folder, Path(args.out), args.groups, args.epochs, args.seed, log=lambda line: print(line, flush=True))
+    except ModelLoadError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .training.config import PRESETS as TRAIN_PRESETS
 
@@ -292,6 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
     train.set_defaults(func=_train)
+
+    chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
+    chooser.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')
+    chooser.add_argument("--out", required=True, help="folder for the checkpoint with its chooser")
+    chooser.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
+    chooser.add_argument("--epochs", type=int, default=20, help="passes over their integer and date questions")
+    chooser.add_argument("--seed", type=int, default=0)
+    chooser.set_defaults(func=_fit_chooser)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")
     evaluate.add_argument("--path", required=True, help="labelled JSON Lines (samples format) or ContractNLI JSON")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from .backends.protocol import DenoisingModel
 from .decoding.denoise import run_denoising
-from .decoding.layout import ContextBuilder, Layout, LeadingContext, lay_out
+from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
 from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
@@ -25,10 +25,17 @@ class InvalidOutputError(AssertionError):
 class DecisionEngine:
     """Decides requests with one model; many requests can share forward passes."""
 
-    def __init__(self, model: DenoisingModel, limits: Limits = Limits(), context: ContextBuilder | None = None):
+    def __init__(
+        self,
+        model: DenoisingModel,
+        limits: Limits = Limits(),
+        context: ContextBuilder | None = None,
+        grounder: Grounding | None = None,
+    ):
         self.model = model
         self.limits = limits
         self.context = context or LeadingContext(model.vocab)
+        self.grounder = grounder  # grounded integer and date slots, for a model with a value chooser
         self.context_tokens = model.context_tokens  # document-token cap: the one the model was trained with
 
     def decide(self, request: DecisionRequest, mode: Mode | None = None) -> DecisionResponse:
@@ -92,7 +99,7 @@ class DecisionEngine:
         model = self.model
         return lay_out(
             request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
-            reads_documents=model.reads_documents,
+            reads_documents=model.reads_documents, grounder=self.grounder,
         )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:
@@ -134,7 +141,7 @@ class DecisionEngine:
                 confidence=round(confidences[i], 6),
                 step=p.group.fixed_step[i] or 0,
                 fixed_by=settled[i],
-                evidence=p.evidence[i] or _pointed(p, i) or None,
+                evidence=_grounded(p, i, confidences[i]) + (p.evidence[i] or _pointed(p, i)) or None,
             )
             for i, (q, v) in enumerate(zip(p.request.questions, values))
         ]
@@ -145,6 +152,13 @@ class DecisionEngine:
             model=self.model.name,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
+
+
+def _grounded(p: Layout, slot: int, confidence: float) -> list:
+    """The mentions a grounded slot's value came from, first in its evidence (empty for other slots)."""
+    from .grounding.grounder import grounded_evidence
+
+    return grounded_evidence(p.group.constraints.spaces[slot], p.group.constraints.patterns[slot], confidence)
 
 
 def _pointed(p: Layout, slot: int) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import models
 from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
+from .grounding.grounder import grounder_for_model
 from .options import EngineOptions
 from .retrieval.builder import context_for_model
 
@@ -14,4 +15,5 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     already built. Raises ModelLoadError for a model that cannot be opened."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code)
-    return DecisionEngine(model, options.limits, context_for_model(options.retrieval, model))
+    context = context_for_model(options.retrieval, model)
+    return DecisionEngine(model, options.limits, context, grounder_for_model(model, context))

@@ -337,3 +337,32 @@ def test_eval_swap_documents(smoke_checkpoint, tmp_path, capsys):
     assert "drop --gold-evidence-first" in capsys.readouterr().err
     assert main([*args, "--limit", "1"]) == 2
     assert "at least two different documents" in capsys.readouterr().err
+
+
+def test_fit_chooser_adds_a_value_chooser_beside_an_unchanged_reader(smoke_checkpoint, tmp_path, capsys):
+    out = tmp_path / "chosen"
+    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "6", "--epochs", "2"]) == 0
+    fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert fitted["examples"] > 0 and fitted["groups"] == 6
+    before, _ = load_checkpoint(smoke_checkpoint)
+    after, meta = load_checkpoint(out)
+    assert after.value_chooser is not None and before.value_chooser is None
+    assert meta["training"]["value_chooser"]["examples"] == fitted["examples"]
+    reader = {k: v for k, v in after.state_dict().items() if not k.startswith("value_chooser.")}
+    assert all(torch.equal(v, before.state_dict()[k]) for k, v in reader.items())
+
+
+def test_fit_chooser_names_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
+    assert main(["fit-chooser", "--model", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "not a checkpoint" in capsys.readouterr().err
+
+
+def test_training_with_a_value_chooser_fits_it_first(tmp_path):
+    config = tmp_path / "chooser.json"
+    settings = TrainConfig.load("smoke").to_dict() | {"chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1}
+    config.write_text(json.dumps(settings))
+    out = tmp_path / "trained"
+    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
+    model, meta = load_checkpoint(out)
+    assert model.cfg.chooses_values and model.value_chooser is not None
+    assert meta["training"]["value_chooser"]["examples"] > 0

@@ -81,6 +81,7 @@ class NativeBackend:
         self.reads_documents = model.cfg.reads_documents
         self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
         self.span_pointer = model.span_pointer  # lays each question's evidence beside it (retrieval/pointed.py)
+        self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)

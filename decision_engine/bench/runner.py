@@ -187,7 +187,7 @@ def run_bench(
 
     if isinstance(engine.model, NativeBackend):
         subset = requests[: config.cache_groups]
-        uncached = DecisionEngine(UncachedBackend(engine.model), engine.limits, engine.context)
+        uncached = DecisionEngine(UncachedBackend(engine.model), engine.limits, engine.context, engine.grounder)
         on, on_values = measure(engine, subset, "joint", config.cache_batch_size)
         off, off_values = measure(uncached, subset, "joint", config.cache_batch_size)
         log(f"prefix cache on {on['groups_per_s']:.3f} groups/s, off {off['groups_per_s']:.3f} groups/s")

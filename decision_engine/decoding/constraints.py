@@ -47,6 +47,11 @@ class GroupConstraints:
     def is_open(self, slot: int, position: int) -> bool:
         return self.patterns[slot][position] is None
 
+    def is_ready(self, slot: int, position: int) -> bool:
+        """Open, and free to be committed now."""
+        pattern = self.patterns[slot]
+        return pattern[position] is None and self.spaces[slot].ready(pattern, position)
+
     def slot_done(self, slot: int) -> bool:
         return all(t is not None for t in self.patterns[slot])
 

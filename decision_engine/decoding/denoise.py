@@ -19,6 +19,7 @@ from ..backends.protocol import DenoisingModel, PrefixInput
 from ..kernels.constrained_confidence import allowed_bits, constrained_confidence, constrained_confidence_reference
 from ..kernels.dispatch import use_triton
 from .constraints import GroupConstraints
+from .grounded_space import CHOICE_BASE, is_choice_token
 
 
 @dataclass
@@ -59,21 +60,28 @@ class Block:
     def __post_init__(self):
         spaces = self.group.constraints.spaces
         self.positions = [(s, p) for s in self.slots for p in range(spaces[s].length)]
+        self.read = [i for i, (s, p) in enumerate(self.positions) if p not in spaces[s].choice_positions]
         for s in self.slots:
             self.group.block_of[s] = self
 
     def open_positions(self) -> list[int]:
+        """Positions that are masked and may be committed now."""
         c = self.group.constraints
-        return [i for i, (s, p) in enumerate(self.positions) if c.is_open(s, p)]
+        return [i for i, (s, p) in enumerate(self.positions) if c.is_ready(s, p)]
 
     def allowed_tokens(self) -> set[int]:
         """Every token some open position of the block may still take."""
         c = self.group.constraints
         tokens: set[int] = set()
         for s, p in self.positions:
-            if c.is_open(s, p):
+            if c.is_ready(s, p):
                 tokens.update(c.allowed(s)[p])
         return tokens
+
+    def needs_model(self) -> bool:
+        """Whether an open position takes its logits from the model (not a choice position)."""
+        c = self.group.constraints
+        return any(c.is_ready(*self.positions[i]) for i in self.read)
 
 
 @dataclass(frozen=True)
@@ -181,18 +189,49 @@ def finish_block(block: Block) -> None:
 
 
 def block_tensors(blocks: Sequence[Block], mask_id: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Current tokens (B, L) with the mask id on open positions, and 1-based slot numbers (B, L)."""
-    width = max(len(b.positions) for b in blocks)
+    """Current tokens (B, L) of the positions the model reads, with the mask id on open ones, and
+    1-based slot numbers (B, L)."""
+    width = max(len(b.read) for b in blocks)
     ids = torch.full((len(blocks), width), pad_id, dtype=torch.long)
     numbers = torch.zeros((len(blocks), width), dtype=torch.long)
     for row, b in enumerate(blocks):
         patterns = b.group.constraints.patterns
         number_of = dict(zip(b.slots, b.numbers))
-        for i, (s, p) in enumerate(b.positions):
+        for j, i in enumerate(b.read):
+            s, p = b.positions[i]
             token = patterns[s][p]
-            ids[row, i] = mask_id if token is None else token
-            numbers[row, i] = number_of[s]
+            ids[row, j] = mask_id if token is None else token
+            numbers[row, j] = number_of[s]
     return ids, numbers
+
+
+def step_logits(model: DenoisingModel, cache, blocks: Sequence[Block], columns: Columns) -> torch.Tensor:
+    """Logits (B, L, C) over `columns` for every position of each block: the model's where it reads
+    the position, the value chooser's on choice positions, -inf on columns a position cannot take."""
+    if all(len(b.read) == len(b.positions) for b in blocks):  # no grounded slot: the model scores everything
+        ids, numbers = block_tensors(blocks, model.vocab.mask_id, model.vocab.pad_id)
+        return model.block_logits(cache, ids, numbers, columns.tensor()).float()
+    width = max(len(b.positions) for b in blocks)
+    read_columns = [c for c, t in enumerate(columns.token_ids) if not is_choice_token(t)]
+    out = torch.full((len(blocks), width, len(columns.token_ids)), float("-inf"), device=model.device)
+    if any(b.needs_model() for b in blocks):
+        ids, numbers = block_tensors(blocks, model.vocab.mask_id, model.vocab.pad_id)
+        token_ids = torch.tensor([columns.token_ids[c] for c in read_columns], dtype=torch.long)
+        logits = model.block_logits(cache, ids, numbers, token_ids).float()  # (B, L', C')
+        rows = torch.tensor(read_columns, device=out.device)
+        for row, b in enumerate(blocks):
+            at = torch.tensor(b.read, dtype=torch.long, device=out.device)
+            out[row, at[:, None], rows] = logits[row, : len(b.read)].to(out.device)
+    choice_columns = [(c, t - CHOICE_BASE) for c, t in enumerate(columns.token_ids) if is_choice_token(t)]
+    for row, b in enumerate(blocks):
+        spaces = b.group.constraints.spaces
+        for i, (s, p) in enumerate(b.positions):
+            if p in spaces[s].choice_positions:
+                scores = spaces[s].choice_logits
+                for c, k in choice_columns:
+                    if k < len(scores):
+                        out[row, i, c] = scores[k]
+    return out
 
 
 def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
@@ -214,9 +253,8 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
         if active != cached:  # compact the cache only when blocks finish, not every step
             row_of = {block_index: row for row, block_index in enumerate(cached)}
             cache, cached = cache.select([row_of[i] for i in active]), active
-        ids, numbers = block_tensors([blocks[i] for i in active], model.vocab.mask_id, model.vocab.pad_id)
         columns = Columns.of(set().union(*(blocks[i].allowed_tokens() for i in active)))
-        logits = model.block_logits(cache, ids, numbers, columns.tensor()).float()  # (B, L, C)
+        logits = step_logits(model, cache, [blocks[i] for i in active], columns)  # (B, L, C)
         for row, i in enumerate(active):
             if blocks[i].open_positions():  # another block of its group may have filled it
                 denoise_step(blocks[i], logits[row, : len(blocks[i].positions)], columns)

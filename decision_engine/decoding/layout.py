@@ -15,11 +15,11 @@ from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
 from ..rules import RuleSet
-from ..types import DecisionRequest, Evidence, Mode
+from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
-from .slot_space import build_space
+from .slot_space import SlotSpace, build_space
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -54,6 +54,12 @@ class ContextChoice:
     # it, `token_ids` then empty) and the character ranges they came from.
     per_question: list[list[int]] | None = None
     question_ranges: list[list[tuple[int, int]]] | None = None
+
+
+class Grounding(Protocol):
+    """Replaces slot spaces with grounded ones where the document offers candidate values."""
+
+    def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]: ...
 
 
 class ContextBuilder(Protocol):
@@ -147,12 +153,14 @@ def lay_out(
     context_tokens: int | None = None,
     limits: Limits = Limits(),
     reads_documents: bool = False,
+    grounder: Grounding | None = None,
 ) -> Layout:
     """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
 
     `max_positions` is the model's window; `context_tokens` the document-token cap it was trained with
     (a request's own `options.context_tokens` wins). With `reads_documents` the prefixes hold only the
-    questions and each names the document, which the model reads whole (up to `READ_CHARS`).
+    questions and each names the document, which the model reads whole (up to `READ_CHARS`). A
+    `grounder` turns integer and date slots into grounded ones (a choice among the document's values).
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -160,6 +168,8 @@ def lay_out(
     spaces = [
         build_space(q.schema, vocab, rules.classes[i], f"questions[{i}].schema") for i, q in enumerate(request.questions)
     ]
+    if grounder is not None:
+        spaces = grounder(request.document.text, request.questions, spaces)
     options = request.options
     cap = options.context_tokens or context_tokens
     lengths = [s.length for s in spaces]

@@ -32,6 +32,11 @@ class SlotSpace(ABC):
 
     length: int
     classes: SlotClasses
+    choice_positions: tuple[int, ...] = ()  # positions the model does not read or score (grounded_space.py)
+
+    def ready(self, pattern: Pattern, position: int) -> bool:
+        """Whether a masked position may be committed now (a grounded slot's digits wait for its choice)."""
+        return True
 
     @abstractmethod
     def reachable(self, pattern: Pattern) -> set[int]:

@@ -195,4 +195,9 @@ def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> d
         from ..reader.span_pointer import SpanPointer
 
         state.update({f"span_pointer.{k}": v.to(position.device) for k, v in SpanPointer().state_dict().items()})
+    if cfg.chooses_values and "value_chooser.query.weight" not in state:
+        from ..reader.value_chooser import ValueChooser
+
+        torch.manual_seed(0)  # an untrained chooser, the same every time
+        state.update({f"value_chooser.{k}": v.to(position.device) for k, v in ValueChooser().state_dict().items()})
     return state

@@ -35,6 +35,7 @@ class BlockDiffusionConfig:
     reads_documents: bool = False  # the whole document is encoded once and read by every layer (model/reading.py)
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
+    chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -221,6 +222,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.span_pointer import SpanPointer
 
             self.span_pointer = SpanPointer()
+        self.value_chooser = None
+        if cfg.chooses_values:
+            from ..reader.value_chooser import ValueChooser
+
+            self.value_chooser = ValueChooser()
 
     def encode_prefix(self, ids, slots, mask, positions=None) -> PrefixState:
         """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,28 @@ import torch
 from ..model.loader import base_model_dir
 from .spans import Span
 
+WINDOW_BEFORE = 240  # characters of context read before a mention
+WINDOW_AFTER = 80  # and after it
+
+
+def mention_window(text: str, mention) -> tuple[int, int]:
+    """The character range a mention is read in: its line, cut to the window around it, on word bounds."""
+    line_start = text.rfind("\n", 0, mention.start) + 1
+    line_end = text.find("\n", mention.end)
+    line_end = len(text) if line_end < 0 else line_end
+    start = max(line_start, mention.start - WINDOW_BEFORE)
+    end = min(line_end, mention.end + WINDOW_AFTER)
+    if start > line_start:
+        space = text.find(" ", start, mention.start)
+        start = space + 1 if space >= 0 else start
+    if end < line_end:
+        space = text.rfind(" ", mention.end, end)
+        end = space if space >= 0 else end
+    return start, end
+
 DIM = 384  # all-MiniLM-L6-v2 embedding width
+MENTION_DIM = 2 * DIM  # a mention's own tokens, then the words just before it
+CUE_TOKENS = 8  # tokens before a mention that say what it is ("moved out on", "deposit of")
 MAX_TOKENS = 128  # sentence-transformers uses 256; spans are at most a few hundred characters
 BATCH_SIZE = 64
 QUESTION_CACHE = 4096  # questions repeat across requests (e.g. the 17 ContractNLI hypotheses)
@@ -49,6 +71,7 @@ class SpanEmbedder:
         self._lock = threading.RLock()
         self._documents: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._questions: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._mentions: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._hits = 0
         self._misses = 0
 
@@ -118,6 +141,65 @@ class SpanEmbedder:
                     self._documents.popitem(last=False)
             return vectors
 
+    def embed_mentions(self, document_text: str, mentions: Sequence) -> torch.Tensor:
+        """(M, MENTION_DIM) vectors of value mentions read in their span: the mean of the mention's
+        own token states, then the mean of the `CUE_TOKENS` before it, each unit length."""
+        digest = hashlib.sha256(document_text.encode("utf-8")).hexdigest()
+        key = (digest, tuple((m.start, m.end) for m in mentions))
+        with self._lock:
+            cached = self._mentions.get(key)
+            if cached is not None:
+                self._mentions.move_to_end(key)
+                return cached
+            vectors = self._mention_vectors(document_text, mentions)
+            if self.cache_size > 0:
+                self._mentions[key] = vectors
+                while len(self._mentions) > self.cache_size:
+                    self._mentions.popitem(last=False)
+            return vectors
+
+    def _mention_vectors(self, text: str, mentions: Sequence) -> torch.Tensor:
+        out = torch.zeros((len(mentions), MENTION_DIM), dtype=torch.float32)
+        if not mentions:
+            return out
+        windows = [mention_window(text, m) for m in mentions]
+        pieces = sorted({w for w in windows})
+        index = {w: i for i, w in enumerate(pieces)}
+        with torch.inference_mode():
+            self._load()
+            encoded = self._tokenizer(
+                [text[a:b] for a, b in pieces], truncation=True, max_length=self.max_tokens, return_offsets_mapping=True
+            )
+            states = self._hidden_states(encoded["input_ids"])
+        for row, (mention, window) in enumerate(zip(mentions, windows)):
+            hidden = states[index[window]]  # (T, D)
+            offsets = encoded["offset_mapping"][index[window]]
+            start, end = mention.start - window[0], mention.end - window[0]
+            own = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+            before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= start][-CUE_TOKENS:]
+            for part, tokens in enumerate((own, before)):
+                if tokens:
+                    vector = hidden[tokens].mean(dim=0)
+                    out[row, part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)
+        return out
+
+    def _hidden_states(self, ids: list[list[int]]) -> list[torch.Tensor]:
+        """Each tokenized text's last hidden states (T, D), batched by length."""
+        states: list[torch.Tensor | None] = [None] * len(ids)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for first in range(0, len(order), self.batch_size):
+            rows = order[first : first + self.batch_size]
+            width = max(len(ids[i]) for i in rows)
+            batch = torch.full((len(rows), width), self._tokenizer.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, i in enumerate(rows):
+                batch[r, : len(ids[i])] = torch.tensor(ids[i])
+                mask[r, : len(ids[i])] = 1
+            hidden = self._model(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+            for r, i in enumerate(rows):
+                states[i] = hidden[r, : len(ids[i])].float().cpu()
+        return states
+
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(self._hits, self._misses, len(self._documents), self.cache_size)
@@ -126,4 +208,5 @@ class SpanEmbedder:
         with self._lock:
             self._documents.clear()
             self._questions.clear()
+            self._mentions.clear()
             self._hits = self._misses = 0

@@ -39,6 +39,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             split_digits=cfg.split_digits,
             points_at_spans=saved.points_at_spans or cfg.points_at_spans,
             segments_read_alone=saved.segments_read_alone or cfg.segments_read_alone,
+            chooses_values=saved.chooses_values or cfg.chooses_values,
         )
         model, _ = load_checkpoint(folder, cfg=model_cfg)
     else:
@@ -50,6 +51,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             reads_documents=cfg.reads_documents,
             points_at_spans=cfg.points_at_spans,
             segments_read_alone=cfg.segments_read_alone,
+            chooses_values=cfg.chooses_values,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     if cfg.freeze_word_embeddings:
@@ -150,6 +152,11 @@ def train(
     if model.span_pointer is not None:
         context, pointing = fit_pointer(cfg, model, vocab, log)
         spec = replace(spec, pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()})
+    choosing = None
+    if model.value_chooser is not None:
+        from .value_choice import fit_value_chooser
+
+        choosing = fit_value_chooser(model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -211,6 +218,8 @@ def train(
     }
     if pointing:
         summary["pointer"] = pointing
+    if choosing:
+        summary["value_chooser"] = choosing
     omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []
     save_checkpoint(
         model, out, f"decision-model-{cfg.name}",

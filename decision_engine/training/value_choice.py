@@ -1,0 +1,184 @@
+"""Training the value chooser on generated groups, before (and apart from) the reader.
+
+Every integer and date answer of a generated group is a mention of its document or one step over
+mentions; the chooser learns which, from frozen question and mention vectors computed once per
+document, so an epoch costs seconds. Where no candidate equals the gold value the right choice is
+"write the digits".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import torch
+
+from ..grounding.mentions import find_mentions
+from ..grounding.slot_candidates import is_grounded, slot_candidates
+from ..reader.value_chooser import MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, kind_features
+from ..retrieval.embedder import SpanEmbedder
+from ..types import AnswerSchema
+
+BATCH = 64
+CHOOSER_SEED = 7_000  # the chooser's generated groups: apart from the reader's epochs (seed * 1000 + epoch)
+
+
+@dataclass
+class ChoiceExample:
+    """One integer or date question: its vector, its document's mentions, its candidates and the right columns."""
+
+    question: torch.Tensor  # (D,)
+    mentions: torch.Tensor  # (M, F)
+    table: CandidateTable
+    target: torch.Tensor  # (K + 1,) True on the right columns
+
+
+def gold_value(schema: AnswerSchema, label):
+    """The gold answer as a candidate value (int or date), or None when it is not one."""
+    if schema.type == "integer":
+        return label if isinstance(label, int) and not isinstance(label, bool) else None
+    try:
+        return dt.date.fromisoformat(label)
+    except (TypeError, ValueError):
+        return None
+
+
+def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder) -> list[ChoiceExample]:
+    """Examples from labelled request lines: one per integer or date question with a label."""
+    out = []
+    for line in lines:
+        labels = line.get("labels") or {}
+        asked = []
+        for q in line["questions"]:
+            schema = msgspec.convert(q["schema"], AnswerSchema)
+            if is_grounded(schema) and q["id"] in labels:
+                asked.append((q["text"], schema, gold_value(schema, labels[q["id"]])))
+        if not asked:
+            continue
+        text = line["document"]["text"]
+        mentions = find_mentions(text)
+        features = torch.cat([embedder.embed_mentions(text, mentions), kind_features(mentions)], dim=1)
+        vectors = embedder.embed_questions([t for t, _, _ in asked])
+        for vector, (_, schema, gold) in zip(vectors, asked):
+            candidates = slot_candidates(schema, mentions)
+            right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
+            target = torch.tensor([*right, not any(right)], dtype=torch.bool)
+            out.append(ChoiceExample(vector, features, CandidateTable.of(candidates), target))
+    return out
+
+
+def collate(examples: Sequence[ChoiceExample]) -> tuple[torch.Tensor, ...]:
+    """Padded (questions, mentions, operations, operands, valid, target) of a batch."""
+    b = len(examples)
+    m = max(1, max(e.mentions.shape[0] for e in examples))
+    k = max(1, max(len(e.table.operations) for e in examples))
+    mentions = torch.zeros((b, m, examples[0].mentions.shape[1]))
+    operations = torch.zeros((b, k), dtype=torch.long)
+    operands = torch.full((b, k, MAX_OPERANDS), -1, dtype=torch.long)
+    valid = torch.zeros((b, k), dtype=torch.bool)
+    target = torch.zeros((b, k + 1), dtype=torch.bool)
+    for i, e in enumerate(examples):
+        n = len(e.table.operations)
+        mentions[i, : e.mentions.shape[0]] = e.mentions
+        operations[i, :n] = e.table.operations
+        operands[i, :n] = e.table.operands
+        valid[i, :n] = True
+        target[i, :n] = e.target[:n]
+        target[i, k] = e.target[n]  # "write" is always the last column
+    questions = torch.stack([e.question for e in examples])
+    return questions, mentions, operations, operands, valid, target
+
+
+def choice_accuracy(chooser: ValueChooser, examples: Sequence[ChoiceExample]) -> dict[str, float]:
+    """Share of examples whose best column is right; and among those a candidate can answer."""
+    right = reachable = right_reachable = 0
+    training = chooser.training
+    chooser.eval()
+    with torch.no_grad():
+        for first in range(0, len(examples), BATCH):
+            batch = examples[first : first + BATCH]
+            *inputs, target = collate(batch)
+            best = chooser(*inputs).argmax(dim=-1)
+            hit = target[torch.arange(len(batch)), best]
+            can = ~target[:, -1]
+            right += int(hit.sum())
+            reachable += int(can.sum())
+            right_reachable += int((hit & can).sum())
+    chooser.train(training)
+    return {
+        "accuracy": right / max(len(examples), 1),
+        "reachable": reachable / max(len(examples), 1),
+        "accuracy_where_reachable": right_reachable / max(reachable, 1),
+    }
+
+
+def train_chooser(
+    chooser: ValueChooser,
+    examples: Sequence[ChoiceExample],
+    epochs: int,
+    seed: int = 0,
+    learning_rate: float = 2e-3,
+    weight_decay: float = 1e-2,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Fit the chooser to the examples; returns its accuracy on them before and after."""
+    before = choice_accuracy(chooser, examples)
+    rng = random.Random(seed)
+    optimiser = torch.optim.AdamW(chooser.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    order = list(range(len(examples)))
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        total = 0.0
+        for first in range(0, len(order), BATCH):
+            *inputs, target = collate([examples[i] for i in order[first : first + BATCH]])
+            loss = choice_loss(chooser(*inputs), target)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(target)
+        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
+            log(f"chooser epoch {epoch + 1}/{epochs}: loss {total / max(len(order), 1):.4f}")
+    after = choice_accuracy(chooser, examples)
+    log(f"chooser accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+
+
+def fit_value_chooser(chooser: ValueChooser, groups: int, epochs: int, seed: int, log: Callable[[str], None] = print) -> dict:
+    """Train `chooser` on the integer and date questions of `groups` generated training groups, then
+    freeze it; returns what the fit measured."""
+    from ..datasets.linked_groups import generate_groups
+
+    started = time.monotonic()
+    torch.manual_seed(seed)
+    lines = generate_groups("train", groups, seed=CHOOSER_SEED + seed)
+    examples = choice_examples(lines, SpanEmbedder(cache_size=0))
+    log(f"chooser: {len(examples)} integer and date questions from {groups} groups ({time.monotonic() - started:.0f} s)")
+    chooser.train()
+    fitted = train_chooser(chooser, examples, epochs, seed, log=log)
+    chooser.eval()
+    for p in chooser.parameters():
+        p.requires_grad_(False)
+    return {**fitted, "groups": groups, "minutes": round((time.monotonic() - started) / 60, 2)}
+
+
+def add_value_chooser(
+    folder: Path, out: Path, groups: int, epochs: int, seed: int = 0, log: Callable[[str], None] = print
+) -> dict:
+    """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
+    unchanged reader; returns the fit's summary."""
+    from dataclasses import replace
+
+    from ..model.loader import checkpoint_config, load_checkpoint, save_checkpoint
+
+    saved, meta = checkpoint_config(folder)
+    model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True))
+    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log)
+    extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
+    extra["training"] = {**extra.get("training", {}), "value_chooser": fitted}
+    save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
+    return fitted

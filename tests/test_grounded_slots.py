@@ -1,0 +1,152 @@
+"""Grounded integer and date slots: the choice position, its constraints, and a copied mention end to end."""
+
+from __future__ import annotations
+
+import torch
+
+from conftest import FakeModel
+from decision_engine.decoding.grounded_space import CHOICE_BASE, GroundedSpace, is_choice_token
+from decision_engine.decoding.denoise import run_denoising
+from decision_engine.decoding.layout import LeadingContext, lay_out
+from decision_engine.decoding.slot_space import build_space
+from decision_engine.engine import DecisionEngine
+from decision_engine.grounding.grounder import Grounder
+from decision_engine.grounding.mentions import find_mentions
+from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
+from decision_engine.reader.value_chooser import ValueChooser
+from decision_engine.rules import RuleSet
+from decision_engine.training.value_choice import choice_accuracy, choice_examples, train_chooser
+from decision_engine.types import AnswerSchema, Rule
+from decision_engine.validation import request_from_object
+
+DOCUMENT = (
+    "Tenancy record.\n"
+    "The deposit of $1,450 was paid on 8 March 2024.\n"
+    "The rent is 900 a month, and notice takes 30 days.\n"
+    "The tenant gave notice on 2 May 2024."
+)
+AMOUNT = AnswerSchema(type="integer", minimum=0, maximum=100000)
+DAY = AnswerSchema(type="string", format="date")
+
+
+def _space(schema, vocab, logits_of, rules=None, index=0):
+    """A grounded space over DOCUMENT's candidates for `schema`, with chooser logits from `logits_of(values)`."""
+    rules = rules or RuleSet.compile([schema], ["q"], [])
+    inner = build_space(schema, vocab, rules.classes[index], "schema")
+    mentions = find_mentions(DOCUMENT)
+    candidates = slot_candidates(schema, mentions)
+    values = [candidate_text(c) for c in candidates]
+    return GroundedSpace(inner, values, logits_of(values), candidates, mentions)
+
+
+def test_the_choice_comes_first_and_a_chosen_value_fixes_every_digit(vocab):
+    space = _space(AMOUNT, vocab, lambda values: torch.zeros(len(values) + 1))
+    pattern = [None] * space.length
+    assert space.ready(pattern, 0) and not space.ready(pattern, 1)
+    allowed = space.allowed(pattern, space.reachable(pattern))
+    assert all(is_choice_token(t) for t in allowed[0]) and space.write_id in allowed[0]
+    k = space.values.index(1450)
+    pattern[0] = CHOICE_BASE + k
+    forced = space.allowed(pattern, space.reachable(pattern))
+    assert all(len(options) == 1 for options in forced[1:])
+    digits = [options[0] for options in forced[1:]]
+    assert space.decode([pattern[0], *digits]) == 1450
+    assert space.encode(1450)[0] == CHOICE_BASE + k
+    assert space.encode(77)[0] == space.write_id  # a value no mention reaches is written
+
+
+def test_a_rule_leaves_out_candidates_it_forbids(vocab):
+    flag = AnswerSchema(type="boolean")
+    rules = RuleSet.compile([flag, AMOUNT], ["flag", "amount"], [Rule(if_={"flag": [True]}, then={"amount": [900]})])
+    space = _space(AMOUNT, vocab, lambda values: torch.zeros(len(values) + 1), rules, index=1)
+    classes = rules.classes[1]
+    only_900 = {classes.named.index(900)}
+    pattern = [None] * space.length
+    offered = space.allowed(pattern, only_900)[0]
+    assert offered == [CHOICE_BASE + space.values.index(900), space.write_id]  # 900 copied, or written
+    other = set(range(len(classes.named) + 1)) - only_900
+    offered = space.allowed(pattern, other)[0]
+    assert CHOICE_BASE + space.values.index(900) not in offered
+    assert CHOICE_BASE + space.values.index(1450) in offered and space.write_id in offered
+
+
+def _request(questions, rules=()):
+    return request_from_object({"document": {"text": DOCUMENT}, "questions": questions, "rules": list(rules)})
+
+
+class FixedGrounder:
+    """Grounds every integer and date slot with chooser logits from `pick(values)`."""
+
+    def __init__(self, pick):
+        self.pick = pick
+
+    def __call__(self, document, questions, spaces):
+        mentions = find_mentions(document)
+        out = list(spaces)
+        for i, q in enumerate(questions):
+            candidates = slot_candidates(q.schema, mentions)
+            if candidates:
+                values = [candidate_text(c) for c in candidates]
+                out[i] = GroundedSpace(spaces[i], values, self.pick(values), candidates, mentions)
+        return out
+
+
+def _prefer(value, margin=20.0):
+    def pick(values):
+        logits = torch.zeros(len(values) + 1)
+        if value in values:
+            logits[values.index(value)] = margin
+        else:
+            logits[-1] = margin
+        return logits
+    return pick
+
+
+def test_the_model_never_reads_a_choice_token_and_a_confident_choice_costs_no_pass(vocab):
+    fake = FakeModel(vocab, lambda call, rows, ids: torch.zeros(ids.shape[0], ids.shape[1], 30522))
+    request = _request([{"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}])
+    layout = lay_out(request, "joint", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(_prefer(1450)))
+    run_denoising(fake, layout.blocks)
+    assert layout.group.constraints.value(0) == 1450
+    assert fake.calls == 0  # the choice is the only open position: no forward pass needed
+
+
+def test_write_lets_the_model_write_the_digits(vocab):
+    def digits_of_77(call, rows, ids):
+        logits = torch.zeros(ids.shape[0], ids.shape[1], 30522)
+        for j, d in enumerate("000077"):
+            logits[:, j, vocab.digit_ids[int(d)]] = 30.0
+        return logits
+
+    fake = FakeModel(vocab, digits_of_77)
+    request = _request([{"id": "n", "text": "How many?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}])
+    layout = lay_out(request, "joint", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(_prefer(-1)))
+    run_denoising(fake, layout.blocks)
+    assert layout.group.constraints.value(0) == 77
+    assert fake.calls >= 1
+    assert all(shape[1] == 6 for shape in fake.block_shapes)  # the choice position is never sent to the model
+
+
+def test_a_slot_copies_a_mention_end_to_end_with_a_tiny_model(tiny_backend):
+    lines = [{
+        "document": {"text": DOCUMENT},
+        "questions": [
+            {"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}},
+            {"id": "notice_end", "text": "On what date does the notice period end?", "schema": {"type": "string", "format": "date"}},
+        ],
+        "labels": {"deposit": 1450, "notice_end": "2024-06-01"},
+    }]
+    grounder = Grounder(ValueChooser())
+    examples = choice_examples(lines, grounder.embedder)
+    torch.manual_seed(0)
+    train_chooser(grounder.chooser, examples, epochs=60, log=lambda _: None)
+    assert choice_accuracy(grounder.chooser, examples)["accuracy"] == 1.0
+    engine = DecisionEngine(tiny_backend, grounder=grounder)
+    request = _request(lines[0]["questions"])
+    for mode in ("joint", "independent", "sequential"):
+        response = engine.decide(request, mode)
+        deposit, notice_end = response.answers
+        assert deposit.value == 1450 and notice_end.value == "2024-06-01"  # 2 May 2024 + 30 days
+        assert deposit.evidence[0].text == "$1,450"
+        assert {e.text for e in notice_end.evidence[:2]} == {"2 May 2024", "30 days"}
+        assert deposit.fixed_by == "model" and 0 < deposit.confidence <= 1
