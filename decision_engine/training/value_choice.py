@@ -163,7 +163,7 @@ def fit_value_chooser(chooser: ValueChooser, groups: int, epochs: int, seed: int
     chooser.eval()
     for p in chooser.parameters():
         p.requires_grad_(False)
-    return {**fitted, "groups": groups, "minutes": round((time.monotonic() - started) / 60, 2)}
+    return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
 
 
 def add_value_chooser(
