@@ -60,18 +60,25 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
 
 
 def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
-    """Labelled request lines for one epoch: fresh generated groups plus ContractNLI training groups."""
+    """Labelled request lines for one epoch: fresh generated groups plus ContractNLI training groups
+    (and, with `contrastive_share`, copies of some documents with evidence cut out)."""
     from ..datasets.linked_groups import generate_groups
 
     lines = generate_groups("train", cfg.generated_groups_per_epoch, seed=cfg.seed * 1000 + epoch)
     if cfg.contractnli_path:
         from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+        from ..datasets.contrastive import evidence_removed
 
         docs, hypotheses = load_contractnli(cfg.contractnli_path)
         train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
                 lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS), rng=rng))
+                if cfg.contrastive_share and rng.random() < cfg.contrastive_share:
+                    copy = evidence_removed(doc, rng)
+                    if copy is not None:
+                        size = rng.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS)
+                        lines.extend(to_requests(copy, hypotheses, group_size=size, rng=rng))
     rng.shuffle(lines)
     return lines
 
