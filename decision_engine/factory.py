@@ -10,10 +10,17 @@ from .options import EngineOptions
 from .retrieval.builder import context_for_model
 
 
+def dllm_options(options: EngineOptions):
+    """The masked diffusion LLM options the engine options carry."""
+    from .backends.masked_dllm import MaskedDLLMOptions
+
+    return MaskedDLLMOptions(mask_token_id=options.mask_token_id, loader=options.loader, block_size=options.block_size)
+
+
 def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
     """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
     already built. Raises ModelLoadError for a model that cannot be opened."""
     if model is None:
-        model = models.open_model(options.model, options.device, options.trust_remote_code)
+        model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     context = context_for_model(options.retrieval, model)
     return DecisionEngine(model, options.limits, context, grounder_for_model(model, context))

@@ -45,9 +45,13 @@ def model_kind(meta: dict) -> str:
     return "hf-masked-lm"
 
 
-def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote_code: bool = False) -> DenoisingModel:
+def open_model(
+    path: str | Path | None = None, device: str = "cpu", trust_remote_code: bool = False, dllm_options=None
+) -> DenoisingModel:
     """The checkpoint in folder `path`, with the backend its config.json calls for (`MODEL_KINDS`), or with
-    no path the bundled weights (the base encoder with an untrained head when none ship)."""
+    no path the bundled weights (the base encoder with an untrained head when none ship). `dllm_options`
+    (a `MaskedDLLMOptions`) fills in what a masked diffusion LLM's config.json leaves out; given for a
+    checkpoint of another kind, it is an error."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .backends.native import load_native
 
@@ -63,13 +67,15 @@ def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote
     except json.JSONDecodeError as error:
         raise ModelLoadError(f"{config} is not valid JSON: {error}") from None
     kind = model_kind(meta)
+    if dllm_options is not None and dllm_options != _no_dllm_options() and kind != "masked-dllm":
+        raise ModelLoadError(f"--mask-token-id, --block-size and --loader apply to masked-dllm checkpoints; {folder} is {kind}")
     if kind == "native":
         return load_native(folder, device)
     if kind == "masked-dllm":
         from .backends.masked_dllm import MaskedDLLMBackend
 
         try:
-            return MaskedDLLMBackend(folder, device, trust_remote_code)
+            return MaskedDLLMBackend(folder, device, trust_remote_code, dllm_options or _no_dllm_options())
         except (OSError, ValueError, ImportError) as error:
             raise ModelLoadError(f"cannot load {folder} as a masked diffusion LLM: {error}") from None
     if kind == "diffusion-gemma":
@@ -87,3 +93,9 @@ def open_model(path: str | Path | None = None, device: str = "cpu", trust_remote
         raise ModelLoadError(
             f"cannot load {folder} as a masked LM: {error} (supported kinds: {kind_names()})"
         ) from None
+
+
+def _no_dllm_options():
+    from .backends.masked_dllm import MaskedDLLMOptions
+
+    return MaskedDLLMOptions()

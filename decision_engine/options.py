@@ -24,6 +24,9 @@ class EngineOptions:
     retrieval: Retrieval = "lexical"  # what inference and training default to
     trust_remote_code: bool = False  # let a Hugging Face checkpoint run its own code
     limits: Limits = Limits()  # size limits on accepted requests
+    mask_token_id: int | None = None  # masked diffusion LLMs: the mask token, where config.json does not name it
+    block_size: int | None = None  # masked diffusion LLMs: the diffusion block, where config.json does not give it
+    loader: str | None = None  # masked diffusion LLMs: the transformers auto class to load with
 
     def __post_init__(self):
         if self.retrieval not in RETRIEVALS:
@@ -37,6 +40,9 @@ class EngineOptions:
             device=args.device,
             retrieval=args.retrieval,
             trust_remote_code=args.trust_remote_code,
+            mask_token_id=getattr(args, "mask_token_id", None),
+            block_size=getattr(args, "block_size", None),
+            loader=getattr(args, "loader", None),
             limits=Limits(
                 max_document_chars=args.max_document_chars,
                 max_rules=args.max_rules,
@@ -49,13 +55,17 @@ class EngineOptions:
 def add_engine_arguments(
     parser: argparse.ArgumentParser, *, model: bool = True, devices: Sequence[str] | None = None
 ) -> None:
-    """Add --model, --trust-remote-code, --device, --retrieval and the request limits (--max-document-chars,
+    """Add --model, --trust-remote-code, the masked diffusion LLM options (--mask-token-id, --block-size,
+    --loader), --device, --retrieval and the request limits (--max-document-chars,
     --max-rules, --max-rule-values, --max-rule-values-total) to `parser`; with `model=False` (training) only
     --device and --retrieval. `devices` restricts --device."""
     defaults = EngineOptions()
     if model:
         parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
         parser.add_argument("--trust-remote-code", action="store_true", help="allow a Hugging Face model's own code")
+        parser.add_argument("--mask-token-id", type=_natural, help="masked diffusion LLMs: the mask token's id")
+        parser.add_argument("--block-size", type=_positive, help="masked diffusion LLMs: the diffusion block size")
+        parser.add_argument("--loader", choices=DLLM_LOADERS, help="masked diffusion LLMs: the auto class to load with")
     parser.add_argument("--device", default=defaults.device, choices=devices, help="torch device, e.g. cpu or cuda")
     parser.add_argument(
         "--retrieval", choices=RETRIEVALS, default=defaults.retrieval, help="how document context is chosen"
@@ -71,6 +81,20 @@ def add_engine_arguments(
                             help="a rule listing more values (if and then together) is refused")
         parser.add_argument("--max-rule-values-total", type=_positive, default=defaults.limits.max_rule_values_total,
                             help="requests whose rules list more values in all are refused")
+
+
+DLLM_LOADERS = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForCausalLM")  # see backends/masked_dllm.LOADERS
+
+
+def _natural(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 0")
+    return number
 
 
 def _positive(text: str) -> int:

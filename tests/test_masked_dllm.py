@@ -189,3 +189,26 @@ def test_shifted_logits_score_each_position_from_the_one_before(llada_folder, ba
     with torch.inference_mode():
         full = shifted.model(input_ids=ids).logits
     torch.testing.assert_close(got[0], full[0, 11:13], atol=1e-5, rtol=0)
+
+
+def test_command_line_options_fill_in_what_config_json_leaves_out(llada_folder, tmp_path, capsys):
+    opened = open_model(llada_folder, trust_remote_code=True, dllm_options=MaskedDLLMOptions(mask_token_id=7, block_size=4))
+    assert opened.vocab.mask_id == 7 and opened.block_size == 4
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(REQUEST))
+    argv = ["decide", str(request), "--model", str(llada_folder), "--trust-remote-code", "--json",
+            "--mask-token-id", str(MASK_ID), "--block-size", "8", "--loader", "AutoModel"]
+    assert cli.main(argv) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["model"] == f"masked-dllm:{llada_folder.name}"
+
+
+def test_masked_dllm_options_for_another_kind_of_checkpoint_are_an_error(tmp_path):
+    _write_config(tmp_path, model_type="bert", architectures=["BertForMaskedLM"])
+    with pytest.raises(ModelLoadError, match="apply to masked-dllm checkpoints"):
+        open_model(tmp_path, dllm_options=MaskedDLLMOptions(mask_token_id=3))
+
+
+def test_a_missing_loader_names_the_flag(tmp_path):
+    _write_config(tmp_path, model_type="llada", auto_map={"AutoConfig": "configuration_x.C"})
+    with pytest.raises(ModelLoadError, match="--loader"):
+        open_model(tmp_path, trust_remote_code=True)

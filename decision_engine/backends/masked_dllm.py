@@ -14,10 +14,11 @@ from pathlib import Path
 import torch
 
 from ..model.loader import ModelLoadError
+from ..options import DLLM_LOADERS
 from .hf_masked_lm import FullSequenceBackend
 from .vocabulary import Vocabulary, VocabularyError
 
-LOADERS = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForCausalLM")  # auto classes tried, in this order
+LOADERS = DLLM_LOADERS  # auto classes tried, in this order
 SHIFTED_MODEL_TYPES = ("dream",)  # model types whose logits at i predict the token at i + 1
 
 
@@ -51,7 +52,7 @@ def _loader_name(config: dict, options: MaskedDLLMOptions) -> str:
         if name in auto_map:
             return name
     raise ModelLoadError(
-        f"config.json's auto_map names no model class ({', '.join(LOADERS)}); pass the loader explicitly"
+        f"config.json's auto_map names no model class ({', '.join(LOADERS)}); pass --loader"
     )
 
 
@@ -82,7 +83,7 @@ class MaskedDLLMBackend(FullSequenceBackend):
         try:
             self.vocab = Vocabulary.from_tokenizer(tokenizer, mask_id=mask_id, pad_id=config.get("pad_token_id"))
         except VocabularyError as error:
-            hint = "; set mask_token_id in config.json or pass it explicitly" if mask_id is None else ""
+            hint = "; set mask_token_id in config.json or pass --mask-token-id" if mask_id is None else ""
             raise ModelLoadError(f"{folder}: {error}{hint}") from None
         model = loader.from_pretrained(str(folder), local_files_only=True, trust_remote_code=True)
         self.model = model.to(device).eval()
