@@ -167,3 +167,44 @@ def test_answers_do_not_depend_on_the_batch(backend):
         assert [(a.value, round(a.confidence, 4)) for a in together.answers] == [
             (a.value, round(a.confidence, 4)) for a in alone.answers
         ], mode
+
+
+CHAT_TEMPLATE = "{% for m in messages %}<start_of_turn>user {{ m['content'] }}<end_of_turn>{% endfor %}<start_of_turn>model"
+
+
+@pytest.fixture(scope="module")
+def chat_folder(gemma_folder, tmp_path_factory):
+    import shutil
+
+    folder = tmp_path_factory.mktemp("tiny-diffusion-gemma-chat")
+    for file in gemma_folder.iterdir():
+        shutil.copy(file, folder / file.name)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def test_a_tokenizer_without_a_chat_template_gets_the_plain_layout(backend):
+    assert backend.chat_head == [] and backend.chat_tail == []
+
+
+def test_the_prompt_is_the_model_chat_format_where_it_has_one(chat_folder, backend, tmp_path, capsys):
+    from decision_engine.backends.diffusion_gemma import framed
+
+    chat = open_model(chat_folder)
+    assert chat.chat_head and chat.chat_tail
+    assert chat.max_positions == backend.max_positions - len(chat.chat_head) - len(chat.chat_tail)
+    prefix = _prefix(4, 12, chat.vocab)
+    block = torch.tensor([[chat.vocab.mask_id, chat.vocab.digit_ids[2]]])
+    slots = torch.tensor([[1, 1]])
+    inside = chat.block_logits(chat.encode_prefix([prefix]), block, slots)
+    by_hand = backend.block_logits(backend.encode_prefix([framed(prefix, chat.chat_head, chat.chat_tail)]), block, slots)
+    plain = backend.block_logits(backend.encode_prefix([prefix]), block, slots)
+    torch.testing.assert_close(inside, by_hand, atol=1e-5, rtol=0)
+    assert not torch.allclose(inside, plain)  # the frame reaches the model
+    raw = _request()
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(raw))
+    assert cli.main(["decide", str(request), "--model", str(chat_folder), "--json"]) == 0
+    _check(raw, json.loads(capsys.readouterr().out.strip().splitlines()[-1]))

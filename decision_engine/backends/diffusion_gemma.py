@@ -73,6 +73,32 @@ def left_pad(prefixes: Sequence[PrefixInput], pad_id: int, device) -> tuple[torc
     return ids.to(device), mask.to(device), positions.to(device)
 
 
+CHAT_SLOT = "\u2063DECISION-PREFIX\u2063"  # stands for the engine's prefix while the chat template is rendered
+
+
+def chat_frame(tokenizer) -> tuple[list[int], list[int]]:
+    """The token ids the tokenizer's chat format puts before and after one user message (ready for the
+    model's answer); both empty when the tokenizer has no chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        return [], []
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": CHAT_SLOT}], tokenize=False, add_generation_prompt=True
+    )
+    if rendered.count(CHAT_SLOT) != 1:
+        return [], []  # a template that does not show the message once cannot frame the prefix
+    head, tail = rendered.split(CHAT_SLOT)
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"] if text else []  # noqa: E731
+    return list(encode(head)), list(encode(tail))
+
+
+def framed(prefix: PrefixInput, head: Sequence[int], tail: Sequence[int]) -> PrefixInput:
+    """The prefix inside the chat frame; the frame's tokens belong to no question."""
+    if not head and not tail:
+        return prefix
+    ids = [*head, *prefix.token_ids, *tail]
+    return PrefixInput(ids, [0] * len(head) + list(prefix.slot_ids) + [0] * len(tail), prefix.document)
+
+
 class DiffusionGemmaBackend:
     """Drives a local DiffusionGemma checkpoint folder (never downloaded)."""
 
@@ -94,11 +120,13 @@ class DiffusionGemmaBackend:
         self.device = torch.device(device)
         self.name = f"diffusion-gemma:{folder.name}"
         self.version = getattr(model.config, "_commit_hash", None) or ""
-        self.max_positions = int(text.max_position_embeddings)
+        self.chat_head, self.chat_tail = chat_frame(tokenizer)  # the prompt is the model's chat format where it has one
+        self.max_positions = int(text.max_position_embeddings) - len(self.chat_head) - len(self.chat_tail)
         self.context_tokens: int | None = None  # the window alone limits the context
         self.reads_documents = False  # the document is laid into the prefix as context tokens
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> GemmaPrefixCache:
+        prefixes = [framed(p, self.chat_head, self.chat_tail) for p in prefixes]
         ids, mask, positions = left_pad(prefixes, self.vocab.pad_id, self.device)
         with torch.inference_mode():
             out = self.model.model.encoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
