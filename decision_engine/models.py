@@ -16,7 +16,8 @@ MODEL_KINDS = {  # what --model accepts, told apart by the folder's config.json
     "native": 'this project\'s block-diffusion checkpoint (config.json with "config" and "name")',
     "hf-masked-lm": "a transformers masked LM (BERT, ModernBERT)",
     "masked-dllm": "a mask-token diffusion LLM with its own modelling code, named by config.json's auto_map "
-    "(LLaDA, Dream); needs --trust-remote-code",
+    "(LLaDA, Dream; an SDAR-style block model, model_type \"sdar\", reads its prefix into a KV cache once); "
+    "needs --trust-remote-code",
     "diffusion-gemma": 'transformers\' DiffusionGemmaForBlockDiffusion (model_type "diffusion_gemma"; '
     "transformers >= 5.11)",
 }
@@ -72,10 +73,12 @@ def open_model(
     if kind == "native":
         return load_native(folder, device)
     if kind == "masked-dllm":
+        from .backends.block_dllm import BlockCachedDLLMBackend, is_block_cached
         from .backends.masked_dllm import MaskedDLLMBackend
 
+        backend = BlockCachedDLLMBackend if is_block_cached(meta) else MaskedDLLMBackend
         try:
-            return MaskedDLLMBackend(folder, device, trust_remote_code, dllm_options or _no_dllm_options())
+            return backend(folder, device, trust_remote_code, dllm_options or _no_dllm_options())
         except (OSError, ValueError, ImportError) as error:
             raise ModelLoadError(f"cannot load {folder} as a masked diffusion LLM: {error}") from None
     if kind == "diffusion-gemma":
