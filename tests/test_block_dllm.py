@@ -15,11 +15,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
+from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
 from test_masked_dllm import MASK_ID, REQUEST, _tokenizer, _write_config  # noqa: E402
 
 from decision_engine import cli  # noqa: E402
 from decision_engine.backends.block_dllm import BlockCachedDLLMBackend, block_causal_mask  # noqa: E402
-from decision_engine.backends.protocol import PrefixInput  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
 from decision_engine.rules import RuleSet  # noqa: E402
@@ -69,16 +69,10 @@ def test_a_block_model_without_a_block_size_names_the_flag(tmp_path):
         open_model(folder, trust_remote_code=True)
 
 
-def _prefix(seed: int, length: int, vocab) -> PrefixInput:
-    body = torch.randint(4, vocab.size, (length - 2,), generator=torch.Generator().manual_seed(seed)).tolist()
-    ids = [vocab.cls_id, *body, vocab.sep_id]
-    return PrefixInput(ids, [0] * len(ids))
-
-
 def test_the_cached_path_equals_a_full_forward(backend):
     """Prefix read block-causally into the cache, then the block over it, against one forward over both."""
     vocab = backend.vocab
-    prefix = _prefix(3, 11, vocab)
+    prefix = random_prefix(3, 11, vocab)
     block = torch.tensor([[vocab.mask_id, vocab.digit_ids[1], vocab.mask_id]])
     slots = torch.tensor([[1, 1, 2]])
     cache = backend.encode_prefix([prefix])
@@ -97,22 +91,7 @@ def test_the_cached_path_equals_a_full_forward(backend):
 
 
 def test_block_logits_do_not_depend_on_batch_padding(backend):
-    vocab = backend.vocab
-    short, long = _prefix(1, 6, vocab), _prefix(2, 23, vocab)
-    mask, digit = vocab.mask_id, vocab.digit_ids[3]
-    short_ids, short_slots = torch.tensor([[mask, digit, mask]]), torch.tensor([[1, 1, 2]])
-    long_ids, long_slots = torch.tensor([[mask, mask, digit, mask, mask]]), torch.tensor([[1, 1, 1, 2, 3]])
-    alone_short = backend.block_logits(backend.encode_prefix([short]), short_ids, short_slots)
-    alone_long = backend.block_logits(backend.encode_prefix([long]), long_ids, long_slots)
-    ids = torch.full((2, 5), vocab.pad_id, dtype=torch.long)
-    slots = torch.zeros((2, 5), dtype=torch.long)
-    ids[0, :3], slots[0, :3] = short_ids[0], short_slots[0]
-    ids[1], slots[1] = long_ids[0], long_slots[0]
-    batched = backend.block_logits(backend.encode_prefix([short, long]), ids, slots)
-    torch.testing.assert_close(batched[0, :3], alone_short[0], atol=1e-5, rtol=0)
-    torch.testing.assert_close(batched[1], alone_long[0], atol=1e-5, rtol=0)
-    selected = backend.encode_prefix([long, short]).select([1])
-    torch.testing.assert_close(backend.block_logits(selected, short_ids, short_slots), alone_short, atol=1e-5, rtol=0)
+    check_batch_padding_invariance(backend, random_prefix(1, 6, backend.vocab), random_prefix(2, 23, backend.vocab))
 
 
 @pytest.mark.parametrize("mode", ["joint", "independent", "sequential"])

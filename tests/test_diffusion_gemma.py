@@ -15,11 +15,11 @@ pytest.importorskip("tokenizers")
 if not hasattr(transformers, "DiffusionGemmaForBlockDiffusion"):
     pytest.skip(f"transformers {transformers.__version__} has no DiffusionGemma", allow_module_level=True)
 
+from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
 from tiny_diffusion_gemma import SLIDING_WINDOW, save_tiny_diffusion_gemma  # noqa: E402
 
 from decision_engine import cli  # noqa: E402
 from decision_engine.backends.diffusion_gemma import DiffusionGemmaBackend  # noqa: E402
-from decision_engine.backends.protocol import PrefixInput  # noqa: E402
 from decision_engine.engine import DecisionEngine  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
@@ -102,36 +102,15 @@ def test_decide_through_the_command_line(gemma_folder, tmp_path, capsys, mode):
     _check(raw, response)
 
 
-def _prefix(seed: int, length: int, vocab) -> PrefixInput:
-    body = torch.randint(4, vocab.size, (length - 2,), generator=torch.Generator().manual_seed(seed)).tolist()
-    ids = [vocab.cls_id, *body, vocab.sep_id]
-    return PrefixInput(ids, [0] * len(ids))
-
-
 def test_block_logits_do_not_depend_on_batch_padding(backend):
-    vocab = backend.vocab
-    short, long = _prefix(1, 9, vocab), _prefix(2, 5 * SLIDING_WINDOW, vocab)
-    mask, digit = vocab.mask_id, vocab.digit_ids[3]
-    short_ids, short_slots = torch.tensor([[mask, digit, mask]]), torch.tensor([[1, 1, 2]])
-    long_ids, long_slots = torch.tensor([[mask, mask, digit, mask, mask]]), torch.tensor([[1, 1, 1, 2, 3]])
-    alone_short = backend.block_logits(backend.encode_prefix([short]), short_ids, short_slots)
-    alone_long = backend.block_logits(backend.encode_prefix([long]), long_ids, long_slots)
-    ids = torch.full((2, 5), vocab.pad_id, dtype=torch.long)
-    slots = torch.zeros((2, 5), dtype=torch.long)
-    ids[0, :3], slots[0, :3] = short_ids[0], short_slots[0]
-    ids[1], slots[1] = long_ids[0], long_slots[0]
-    batched = backend.block_logits(backend.encode_prefix([short, long]), ids, slots)
-    torch.testing.assert_close(batched[0, :3], alone_short[0], atol=1e-5, rtol=0)
-    torch.testing.assert_close(batched[1], alone_long[0], atol=1e-5, rtol=0)
-    selected = backend.encode_prefix([long, short]).select([1])
-    torch.testing.assert_close(backend.block_logits(selected, short_ids, short_slots), alone_short, atol=1e-5, rtol=0)
+    check_batch_padding_invariance(backend, random_prefix(1, 9, backend.vocab), random_prefix(2, 5 * SLIDING_WINDOW, backend.vocab))
 
 
 def test_cached_steps_equal_a_full_forward(backend):
     """Two denoising steps over the encoded prefix (the second self-conditioned on the first) against the model's
     own forward over prompt and canvas at once."""
     vocab = backend.vocab
-    prefix = _prefix(3, 3 * SLIDING_WINDOW, vocab)
+    prefix = random_prefix(3, 3 * SLIDING_WINDOW, vocab)
     block = torch.tensor([[vocab.mask_id, vocab.digit_ids[1], vocab.mask_id, vocab.mask_id]])
     slots = torch.tensor([[1, 1, 1, 2]])
     cache = backend.encode_prefix([prefix])
@@ -195,7 +174,7 @@ def test_the_prompt_is_the_model_chat_format_where_it_has_one(chat_folder, backe
     chat = open_model(chat_folder)
     assert chat.chat_head and chat.chat_tail
     assert chat.max_positions == backend.max_positions - len(chat.chat_head) - len(chat.chat_tail)
-    prefix = _prefix(4, 12, chat.vocab)
+    prefix = random_prefix(4, 12, chat.vocab)
     block = torch.tensor([[chat.vocab.mask_id, chat.vocab.digit_ids[2]]])
     slots = torch.tensor([[1, 1]])
     inside = chat.block_logits(chat.encode_prefix([prefix]), block, slots)

@@ -16,6 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
+from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
 from tiny_tokenizers import word_level_tokenizer  # noqa: E402
 from decision_engine import cli  # noqa: E402
 from decision_engine.backends.masked_dllm import MaskedDLLMBackend, MaskedDLLMOptions  # noqa: E402
@@ -161,21 +162,7 @@ def _prefix(generator: torch.Generator, length: int, vocab) -> PrefixInput:
 
 
 def test_block_logits_do_not_depend_on_batch_padding(backend):
-    vocab = backend.vocab
-    generator = torch.Generator().manual_seed(1)
-    short, long = _prefix(generator, 9, vocab), _prefix(generator, 90, vocab)
-    mask, digit = vocab.mask_id, vocab.digit_ids[3]
-    short_ids, short_slots = torch.tensor([[mask, digit, mask]]), torch.tensor([[1, 1, 2]])
-    long_ids, long_slots = torch.tensor([[mask, mask, digit, mask, mask]]), torch.tensor([[1, 1, 1, 2, 3]])
-    alone_short = backend.block_logits(backend.encode_prefix([short]), short_ids, short_slots)
-    alone_long = backend.block_logits(backend.encode_prefix([long]), long_ids, long_slots)
-    ids = torch.full((2, 5), vocab.pad_id, dtype=torch.long)
-    slots = torch.zeros((2, 5), dtype=torch.long)
-    ids[0, :3], slots[0, :3] = short_ids[0], short_slots[0]
-    ids[1], slots[1] = long_ids[0], long_slots[0]
-    batched = backend.block_logits(backend.encode_prefix([short, long]), ids, slots)
-    torch.testing.assert_close(batched[0, :3], alone_short[0], atol=1e-5, rtol=0)
-    torch.testing.assert_close(batched[1], alone_long[0], atol=1e-5, rtol=0)
+    check_batch_padding_invariance(backend, random_prefix(1, 9, backend.vocab), random_prefix(2, 90, backend.vocab), select=False)
 
 
 def test_shifted_logits_score_each_position_from_the_one_before(llada_folder, backend):

@@ -92,20 +92,8 @@ class SpanEmbedder:
         with self._lock, torch.inference_mode():
             self._load()
             ids = self._tokenizer(list(texts), truncation=True, max_length=self.max_tokens)["input_ids"]
-            order = sorted(range(len(texts)), key=lambda i: len(ids[i]))  # similar lengths share a batch
-            for first in range(0, len(order), self.batch_size):
-                rows = order[first : first + self.batch_size]
-                width = max(len(ids[i]) for i in rows)
-                batch = torch.full((len(rows), width), self._tokenizer.pad_token_id, dtype=torch.long)
-                mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, i in enumerate(rows):
-                    batch[r, : len(ids[i])] = torch.tensor(ids[i])
-                    mask[r, : len(ids[i])] = 1
-                batch, mask = batch.to(self.device), mask.to(self.device)
-                hidden = self._model(input_ids=batch, attention_mask=mask).last_hidden_state  # (B, T, 384)
-                weights = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
-                pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)  # (B, 384)
-                out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu()
+            for row, hidden in enumerate(self._hidden_states(ids)):  # (T, 384) each
+                out[row] = torch.nn.functional.normalize(hidden.mean(dim=0), p=2, dim=0)
         return out
 
     def embed_questions(self, questions: list[str]) -> torch.Tensor:
