@@ -287,6 +287,35 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from .factory import build_engine
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS, open_model
+    from .training.calibration_fit import calibrate_checkpoint
+
+    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    if args.contractnli and not Path(args.contractnli).is_file():
+        print(f"error: {args.contractnli}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    if args.groups < 0 or (args.groups == 0 and not args.contractnli):
+        print("error: give --contractnli or at least one generated group (--groups)", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        model = open_model(folder)
+    except ModelLoadError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if not hasattr(model, "calibration"):
+        print(f"error: {folder} is not a checkpoint of this project", file=sys.stderr)
+        return EXIT_INVALID
+    model.calibration = None  # fit on raw confidences
+    engine = build_engine(model=model)
+    contractnli = Path(args.contractnli) if args.contractnli else None
+    fitted = calibrate_checkpoint(engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True))
+    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .training.config import PRESETS as TRAIN_PRESETS
 
@@ -318,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument("--epochs", type=int, default=20, help="passes over their integer and date questions")
     chooser.add_argument("--seed", type=int, default=0)
     chooser.set_defaults(func=_fit_chooser)
+
+    calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")
+    calibrate.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')
+    calibrate.add_argument("--out", required=True, help="folder for the checkpoint with its calibration")
+    calibrate.add_argument("--contractnli", help="ContractNLI JSON: its training split is decided (never the held-out one)")
+    calibrate.add_argument("--groups", type=int, default=200, help="fresh generated training groups to decide as well")
+    calibrate.set_defaults(func=_calibrate)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")
     evaluate.add_argument("--path", required=True, help="labelled JSON Lines (samples format) or ContractNLI JSON")

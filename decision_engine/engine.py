@@ -13,7 +13,7 @@ from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
 from .validation import Limits
-from .values import value_problem
+from .values import kind, value_problem
 
 Outcome = DecisionResponse | RequestError | EngineFailure
 
@@ -133,6 +133,12 @@ class DecisionEngine:
             raise InvalidOutputError(f"answers break rules {broken}")
         settled = fixed_by(p.request, p.group.chosen)
         own = [math.exp(log) for log in p.group.log_confidence]  # a forced slot's own is 1.0: nothing was chosen
+        calibration = getattr(self.model, "calibration", None)  # the model's own map of raw confidence, if any
+        if calibration is not None:
+            own = [
+                calibration.apply(kind(q.schema), c, p.mode) if how == "model" else c
+                for q, c, how in zip(p.request.questions, own, settled)
+            ]
         confidences = rule_bounded(p.request, values, settled, own)
         answers = [
             Answer(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from ..calibration import Calibration
 from ..model.loader import base_model_dir, from_base, load_checkpoint
 from ..model.reading import DocumentMemory
 from ..model.transformer import BlockDiffusionModel, PrefixState
@@ -82,6 +83,7 @@ class NativeBackend:
         self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
         self.span_pointer = model.span_pointer  # lays each question's evidence beside it (retrieval/pointed.py)
         self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
+        self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
@@ -141,6 +143,7 @@ def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     model, meta = load_checkpoint(path, device)
     backend = NativeBackend(model, model_vocabulary(model), meta.get("name", path.name), device)
     backend.context_tokens = meta.get("context_tokens")
+    backend.calibration = Calibration.from_dict(meta.get("calibration"))
     backend.version = checkpoint_version(path)
     return backend
 

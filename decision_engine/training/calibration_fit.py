@@ -1,0 +1,72 @@
+"""Fitting a checkpoint's confidence calibration on training material (never on held-out documents).
+
+The model decides the ContractNLI training documents (the split that also trained it) and fresh
+generated training groups, in joint and independent mode; each answer it chose gives a (raw
+confidence, right) pair, and `calibration.fit_calibration` fits one map per mode and answer kind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..calibration import fit_calibration
+from ..evaluation import LabelledGroup, load_groups
+from ..kinds import same_answer
+from ..validation import request_from_object
+from ..values import kind
+
+CALIBRATION_SEED = 9_000  # generated groups for calibration: apart from the reader's and the chooser's
+MODES = ("joint", "independent")
+
+
+def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_size: int = 8) -> list[tuple[str, float, bool]]:
+    """("mode:kind", raw confidence, right) of every answer the model chose."""
+    out = []
+    for start in range(0, len(groups), batch_size):
+        chunk = groups[start : start + batch_size]
+        requests = [request_from_object(g.request_line) for g in chunk]
+        for g, request, response in zip(chunk, requests, engine.decide_many(requests, mode)):
+            if isinstance(response, Exception) or not hasattr(response, "answers"):
+                continue
+            for q, answer in zip(request.questions, response.answers):
+                if answer.fixed_by == "model":
+                    ok = same_answer(q.schema, answer.value, g.labels.get(q.id))
+                    out.append((f"{mode}:{kind(q.schema)}", answer.confidence, ok))
+    return out
+
+
+def calibrate_checkpoint(
+    engine, folder: Path, out: Path, contractnli: Path | None, generated: int, log: Callable[[str], None] = print
+) -> dict:
+    """Copy the checkpoint in `folder` to `out` with a calibration fitted by `engine` (over that checkpoint,
+    uncalibrated) on training material; returns the maps and how many answers each was fitted on."""
+    from ..datasets.linked_groups import generate_groups
+
+    started = time.monotonic()
+    groups = load_groups(contractnli, "contractnli", "train") if contractnli else []
+    lines = generate_groups("train", generated, seed=CALIBRATION_SEED) if generated else []
+    groups += [LabelledGroup(line, line["labels"], {}) for line in lines]
+    answers = []
+    for mode in MODES:
+        answers += collect_answers(engine, groups, mode)
+        log(f"calibration: {len(answers)} answers after {mode} ({time.monotonic() - started:.0f} s)")
+    calibration = fit_calibration(answers)
+    counts: dict[str, int] = {}
+    for key, _, _ in answers:
+        counts[key] = counts.get(key, 0) + 1
+    out.mkdir(parents=True, exist_ok=True)
+    for file in folder.iterdir():
+        if file.is_file() and file.suffix in (".json", ".safetensors") and file.resolve() != (out / file.name).resolve():
+            shutil.copy(file, out / file.name)
+    meta = json.loads((out / "config.json").read_text())
+    meta["calibration"] = calibration.to_dict()
+    meta.setdefault("training", {})["calibration"] = {
+        "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
+        "minutes": round((time.monotonic() - started) / 60, 2),
+    }
+    (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta["training"]["calibration"] | {"maps": meta["calibration"]}
