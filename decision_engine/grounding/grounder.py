@@ -9,7 +9,7 @@ import torch
 
 from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
-from ..reader.value_chooser import CandidateTable, ValueChooser, kind_features
+from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features
 from ..types import Evidence, Question
 from .mentions import find_mentions
 from .slot_candidates import candidate_text, is_grounded, slot_candidates
@@ -32,7 +32,7 @@ class Grounder:
         mentions = find_mentions(document)
         if not mentions:
             return out
-        features = torch.cat([self.embedder.embed_mentions(document, mentions), kind_features(mentions)], dim=1)
+        features = mention_features(self.embedder, document, mentions)
         vectors = self.embedder.embed_questions([questions[i].text for i in asked])
         for i, vector in zip(asked, vectors):
             candidates = slot_candidates(questions[i].schema, mentions)

@@ -40,6 +40,12 @@ def kind_features(mentions: Sequence[Mention]) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.float32).reshape(len(mentions), KIND_FEATURES)
 
 
+def mention_features(embedder, text: str, mentions: Sequence[Mention]) -> torch.Tensor:
+    """(M, MENTION_DIM + KIND_FEATURES) what the chooser reads of each mention: its vectors from the
+    sentence encoder (`SpanEmbedder.embed_mentions`, cached per document) and its kind."""
+    return torch.cat([embedder.embed_mentions(text, mentions), kind_features(mentions)], dim=1)
+
+
 @dataclass
 class CandidateTable:
     """A slot's candidates as tensors the chooser scores."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..calibration import fit_calibration
 from ..evaluation import LabelledGroup, load_groups
 from ..kinds import same_answer
+from ..types import DecisionResponse
 from ..validation import request_from_object
 from ..values import kind
 
@@ -30,7 +31,7 @@ def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_si
         chunk = groups[start : start + batch_size]
         requests = [request_from_object(g.request_line) for g in chunk]
         for g, request, response in zip(chunk, requests, engine.decide_many(requests, mode)):
-            if isinstance(response, Exception) or not hasattr(response, "answers"):
+            if not isinstance(response, DecisionResponse):  # a refused request has no answers to count
                 continue
             for q, answer in zip(request.questions, response.answers):
                 if answer.fixed_by == "model":

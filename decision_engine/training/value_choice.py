@@ -20,7 +20,7 @@ import torch
 
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
-from ..reader.value_chooser import MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, kind_features
+from ..reader.value_chooser import MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features
 from ..retrieval.embedder import SpanEmbedder
 from ..types import AnswerSchema
 
@@ -62,7 +62,7 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder) -> list[Choic
             continue
         text = line["document"]["text"]
         mentions = find_mentions(text)
-        features = torch.cat([embedder.embed_mentions(text, mentions), kind_features(mentions)], dim=1)
+        features = mention_features(embedder, text, mentions)
         vectors = embedder.embed_questions([t for t, _, _ in asked])
         for vector, (_, schema, gold) in zip(vectors, asked):
             candidates = slot_candidates(schema, mentions)
