@@ -107,7 +107,13 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: {cfg.contractnli_path}: no such file", file=sys.stderr)
         return EXIT_INVALID
     out = Path(args.out or f"runs/{args.config if args.config in PRESETS else cfg.name}")
-    summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), retrieval=args.retrieval)
+    from .training.resume import ResumeError
+
+    try:
+        summary = train(cfg, out, args.device, log=lambda line: print(line, flush=True), retrieval=args.retrieval, resume=args.resume)
+    except ResumeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
     print(f"saved {out} after {summary['steps']} steps in {summary['minutes']} min")
     return 0
 
@@ -338,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", help="checkpoint folder (default runs/<preset>, or runs/<name> for a config file)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out from its last finished epoch")
     train.set_defaults(func=_train)
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")

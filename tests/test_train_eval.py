@@ -366,3 +366,53 @@ def test_training_with_a_value_chooser_fits_it_first(tmp_path):
     model, meta = load_checkpoint(out)
     assert model.cfg.chooses_values and model.value_chooser is not None
     assert meta["training"]["value_chooser"]["examples"] > 0
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_run_resumes_from_its_last_epoch(tmp_path, capsys):
+    from decision_engine.training.loop import train
+    from decision_engine.training.resume import RESUME_FILE
+
+    cfg = TrainConfig(**(TrainConfig.load("smoke").to_dict() | {"epochs": 3, "max_steps": None}))
+    whole = train(cfg, tmp_path / "whole", log=lambda _: None)
+
+    def stop_in_epoch_three(line: str) -> None:
+        if line.startswith("epoch 3/3"):
+            raise _Interrupted
+
+    out = tmp_path / "resumed"
+    with pytest.raises(_Interrupted):
+        train(cfg, out, log=stop_in_epoch_three)
+    assert (out / RESUME_FILE).is_file() and not (out / "config.json").exists()
+    lines = []
+    resumed = train(cfg, out, log=lines.append, resume=True)
+    assert any(line.startswith("resuming") and "epoch 3/3" in line for line in lines)
+    assert not any(line.startswith(("epoch 1/3", "epoch 2/3")) for line in lines)
+    assert resumed["steps"] == whole["steps"] and resumed["blocks_seen"] == whole["blocks_seen"]
+    assert not (out / RESUME_FILE).exists()
+    after, _ = load_checkpoint(out)
+    uninterrupted, _ = load_checkpoint(tmp_path / "whole")
+    for key, value in uninterrupted.state_dict().items():
+        assert torch.equal(after.state_dict()[key], value), key  # the same groups, in the same order
+
+
+def test_resume_names_what_is_missing_or_changed(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--config", "smoke", "--out", str(out), "--resume"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    from decision_engine.training.loop import train
+    from decision_engine.training.resume import ResumeError
+
+    cfg = TrainConfig(**(TrainConfig.load("smoke").to_dict() | {"epochs": 2, "max_steps": None}))
+
+    def stop_in_epoch_two(line: str) -> None:
+        if line.startswith("epoch 2/2"):
+            raise _Interrupted
+
+    with pytest.raises(_Interrupted):
+        train(cfg, out, log=stop_in_epoch_two)
+    with pytest.raises(ResumeError, match="learning_rate"):
+        train(TrainConfig(**(cfg.to_dict() | {"learning_rate": 1.0})), out, resume=True)

@@ -95,6 +95,11 @@ def document_encoder_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Te
     return {f"document_{k}": v for k, v in state.items() if k.startswith(("embed.", "layers."))}
 
 
+def answer_layer_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The prefix layers' weights once more, as the answer layers' starting point."""
+    return {f"answer_{k}": v.clone() for k, v in state.items() if k.startswith("layers.")}
+
+
 def frozen_document_keys(model: BlockDiffusionModel) -> list[str]:
     """State keys of a reading model's document encoder: never trained, so loaded from the base package."""
     return [
@@ -113,6 +118,8 @@ def from_base(cfg: BlockDiffusionConfig | None = None, seed: int = 0) -> BlockDi
     state["embed.position.weight"] = extend_positions(state["embed.position.weight"], cfg.max_positions)
     if cfg.reads_documents:
         state.update(document_encoder_names(base_state_dict()))
+    if cfg.answer_layers:  # the answer layers start as the base layers they read
+        state.update(answer_layer_names(state))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected:
         raise ModelLoadError(f"unexpected base weights: {unexpected[:3]}")
@@ -191,6 +198,9 @@ def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> d
     if cfg.question_summary and "question_summary.weight" not in state:
         state["question_summary.weight"] = position.new_zeros(cfg.hidden, cfg.hidden)
         state["question_summary.bias"] = position.new_zeros(cfg.hidden)
+    if cfg.answer_layers and "answer_layers.0.query.weight" not in state:
+        state.update(answer_layer_names(state))
+        state["slot_keys"] = position.new_zeros(cfg.layers, cfg.max_slots + 1, cfg.hidden)
     if cfg.points_at_spans and "span_pointer.question.weight" not in state:
         from ..reader.span_pointer import SpanPointer
 

@@ -36,6 +36,7 @@ class BlockDiffusionConfig:
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
+    answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
     @classmethod
     def from_name(cls, name: str) -> BlockDiffusionConfig:
@@ -131,9 +132,11 @@ class Embeddings(nn.Module):
         self.norm = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
         nn.init.zeros_(self.slot.weight)  # starts as the pretrained encoder
 
-    def forward(self, ids, positions, segment: int, slots):  # all (B, T)
+    def forward(self, ids, positions, segment: int, slots=None):  # all (B, T); slots None: no slot term
         seg = torch.full_like(ids, segment)
-        x = self.word(ids) + self.position(positions) + self.segment(seg) + self.slot(slots)
+        x = self.word(ids) + self.position(positions) + self.segment(seg)
+        if slots is not None:
+            x = x + self.slot(slots)
         return self.norm(x)
 
 
@@ -227,18 +230,30 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.value_chooser import ValueChooser
 
             self.value_chooser = ValueChooser()
+        self.answer_layers = None
+        if cfg.answer_layers:
+            self.answer_layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))
+            # Per layer and slot, a vector added to the keys of that question's prefix tokens, so an
+            # answer position can find its own question in a prefix encoded without slot numbers.
+            self.slot_keys = nn.Parameter(torch.zeros(cfg.layers, cfg.max_slots + 1, cfg.hidden))
 
     def encode_prefix(self, ids, slots, mask, positions=None) -> PrefixState:
         """ids, slots, mask: (B, T) padded prefixes; returns every layer's keys and values.
 
         `positions` (B, T) gives each token's position where the prefix restarts them per question
         (laid out with its own evidence); None numbers the tokens 0, 1, 2, ..."""
+        state = self.prefix_states(ids, slots, mask, positions)
+        return state if self.answer_layers is None else self.answer_view(state, slots)
+
+    def prefix_states(self, ids, slots, mask, positions=None) -> PrefixState:
+        """The prefix pass itself; with `answer_layers` it depends on no trained weight (the base as
+        it is, no slot numbers), so training computes it once per example and reuses it."""
         block_start = None
         if positions is None:
             positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         else:
             block_start = positions.masked_fill(~mask, 0).max(dim=1).values + 1
-        x = self.embed(ids, positions, 0, slots)
+        x = self.embed(ids, positions, 0, None if self.answer_layers is not None else slots)
         seen = segment_mask(slots, mask) if self.cfg.segments_read_alone and block_start is not None else mask
         keys, values = [], []
         for layer in self.layers:
@@ -248,6 +263,12 @@ class BlockDiffusionModel(nn.Module):
             x = layer(x, k, v, seen)
         summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
         return PrefixState(keys, values, mask, mask.sum(dim=1), summaries, block_start)
+
+    def answer_view(self, state: PrefixState, slots) -> PrefixState:
+        """`state` (from `prefix_states`) as the answer layers read it: each prefix token's keys plus
+        its slot's learned vector, per layer; slots (B, T)."""
+        keys = [k + layer.split(self.slot_keys[index][slots]) for index, (k, layer) in enumerate(zip(state.keys, self.layers))]
+        return PrefixState(keys, state.values, state.mask, state.lengths, state.summaries, state.block_start)
 
     def block_hidden(self, prefix: PrefixState, ids, slots, block_mask=None):
         """Hidden states (B, L, C) of the answer block; ids, slots: (B, L)."""
@@ -260,8 +281,9 @@ class BlockDiffusionModel(nn.Module):
         x = self.block_inputs(prefix, self.embed(ids, positions, 1, slots), slots)
         # The kernel has no backward pass, so training keeps the PyTorch path.
         triton = not torch.is_grad_enabled() and use_triton(x)
-        packed = prefix.packed() if triton else [None] * len(self.layers)
-        for index, (layer, layer_packed) in enumerate(zip(self.layers, packed)):
+        layers = self.layers if self.answer_layers is None else self.answer_layers
+        packed = prefix.packed() if triton else [None] * len(layers)
+        for index, (layer, layer_packed) in enumerate(zip(layers, packed)):
             x = layer.block_forward(x, prefix, index, block_mask, layer_packed)
         return x
 

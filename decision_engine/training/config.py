@@ -49,6 +49,8 @@ class TrainConfig:
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
     chooser_groups: int = 1000  # generated training groups the chooser learns from (their integer and date questions)
     chooser_epochs: int = 20  # passes of the chooser over them (frozen vectors: seconds each)
+    answer_layers: bool = False  # the answer block trains layers of its own over the frozen base's prefix states, encoded once per example
+    prefix_cache_gb: float = 6.0  # with answer_layers: bound on the prefix states kept across steps and epochs
     seed: int = 0
     log_every: int = 20
 

@@ -18,6 +18,8 @@ from ..types import MAX_QUESTIONS
 from .config import TrainConfig
 from .examples import Example
 from .objective import batch_tensors, masked_diffusion_loss
+from .prefix_cache import FrozenPrefixCache
+from .resume import ResumePoint, clear_resume_point, load_resume_point, save_resume_point
 from .preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
@@ -41,6 +43,8 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             segments_read_alone=saved.segments_read_alone or cfg.segments_read_alone,
             chooses_values=saved.chooses_values or cfg.chooses_values,
         )
+        if cfg.answer_layers and not saved.answer_layers:
+            raise ValueError(f"answer_layers trains from the base encoder; {folder} was trained without them")
         model, _ = load_checkpoint(folder, cfg=model_cfg)
     else:
         model_cfg = replace(
@@ -52,11 +56,25 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             points_at_spans=cfg.points_at_spans,
             segments_read_alone=cfg.segments_read_alone,
             chooses_values=cfg.chooses_values,
+            answer_layers=cfg.answer_layers,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
+    if model.answer_layers is not None:  # the prefix pass stays as built, so its states can be kept
+        frozen = set(prefix_encoder_keys(model))
+        for name, p in model.named_parameters():
+            if name in frozen:
+                p.requires_grad_(False)
     return model
+
+
+def prefix_encoder_keys(model: torch.nn.Module) -> list[str]:
+    """With `answer_layers`: the weights of the prefix pass, left as built (from the base: as the base has
+    them); the answer block's slot embeddings train, as the prefix pass adds none."""
+    if getattr(model, "answer_layers", None) is None:
+        return []
+    return [k for k in model.state_dict() if k.startswith(("layers.", "embed.")) and not k.startswith("embed.slot.")]
 
 
 def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
@@ -71,9 +89,13 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
 
         docs, hypotheses = load_contractnli(cfg.contractnli_path)
         train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+        # With answer_layers every epoch groups the hypotheses alike, so each group's prefix states
+        # are encoded once and reused (training/prefix_cache.py).
+        grouping = random.Random(f"contractnli-groups:{cfg.seed}") if cfg.answer_layers else rng
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
-                lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS), rng=rng))
+                size = grouping.randint(CONTRACTNLI_MIN_GROUP, MAX_QUESTIONS)
+                lines.extend(to_requests(doc, hypotheses, group_size=size, rng=grouping))
                 if cfg.contrastive_share and rng.random() < cfg.contrastive_share:
                     copy = evidence_removed(doc, rng)
                     if copy is not None:
@@ -83,16 +105,17 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
     return lines
 
 
-def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None]):
-    """Train the model's span pointer on the gold evidence of the training documents, freeze it, and
-    return the context builder that lays out training examples with it, and what the fit measured."""
+def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit: bool = True):
+    """Train the model's span pointer on the gold evidence of the training documents (unless `fit` is
+    False: a resumed run's is trained already), freeze it, and return the context builder that lays
+    out training examples with it, and what the fit measured."""
     from ..retrieval.embedder import SpanEmbedder
     from ..retrieval.pointed import PointedContext
     from .pointer import pointer_examples, train_pointer
 
     embedder = SpanEmbedder(cache_size=4096)  # every training document stays embedded across epochs
     pointer = model.span_pointer.cpu()
-    lines = evidenced_lines(cfg)
+    lines = evidenced_lines(cfg) if fit else []
     if cfg.pointer_epochs and lines:
         pointer.train()
         fitted = train_pointer(pointer, pointer_examples(lines, embedder), cfg.pointer_epochs, cfg.seed, log=log)
@@ -139,11 +162,18 @@ def batches(examples: list[Example], size: int, rng: random.Random) -> Iterator[
 
 
 def train(
-    cfg: TrainConfig, out: Path, device: str = "cpu", log: Callable[[str], None] = print, retrieval: str = "leading"
+    cfg: TrainConfig,
+    out: Path,
+    device: str = "cpu",
+    log: Callable[[str], None] = print,
+    retrieval: str = "leading",
+    resume: bool = False,
 ) -> dict:
     """Train, save a checkpoint into `out`, and return a summary of the run.
 
     `retrieval` chooses how long documents are cut to the context ("leading", "lexical", "hybrid").
+    Each finished epoch but the last leaves `out/resume.pt`; `resume` continues from it (see
+    `training/resume.py`).
     """
     if cfg.reads_documents:
         from .reading import train_reading
@@ -154,21 +184,38 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)
     model = build_model(cfg).to(device)
     vocab = model_vocabulary(model)
+    saved = load_resume_point(out, cfg) if resume else None
+    if saved is not None:
+        model.load_state_dict(saved.model)
     spec = LayoutSpec(model.cfg.max_positions, cfg.context_tokens, model.cfg.split_digits, retrieval)
     context, pointing = None, None
     if model.span_pointer is not None:
-        context, pointing = fit_pointer(cfg, model, vocab, log)
+        context, pointing = fit_pointer(cfg, model, vocab, log, fit=saved is None)
+        pointing = saved.summary["pointer"] if saved is not None else pointing
         spec = replace(spec, pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()})
     choosing = None
     if model.value_chooser is not None:
-        from .value_choice import fit_value_chooser
+        if saved is None:
+            from .value_choice import fit_value_chooser
 
-        choosing = fit_value_chooser(model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log)
+            choosing = fit_value_chooser(model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log)
+        else:
+            choosing = saved.summary["value_chooser"]
+            for p in model.value_chooser.parameters():
+                p.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
+    cache = FrozenPrefixCache(int(cfg.prefix_cache_gb * 2**30)) if model.answer_layers is not None else None
     started = time.monotonic()
-    step, seen, total_steps, history = 0, 0, None, []
+    step, seen, total_steps, history, first = 0, 0, None, [], 0
+    if saved is not None:
+        optimiser.load_state_dict(saved.optimiser)
+        rng.setstate(saved.rng)
+        generator.set_state(saved.generator)
+        step, seen, total_steps, history, first = saved.step, saved.seen, saved.total_steps, saved.history, saved.epoch
+        started -= saved.minutes * 60
+        log(f"resuming {out} at epoch {first + 1}/{cfg.epochs}, step {step}")
     stop = False
 
     def planned(epoch: int):
@@ -176,11 +223,13 @@ def train(
         return plan_epoch(lines, cfg.independent_share, rng)
 
     with ExamplePreparer(spec, cfg.data_workers, vocab, context) as preparer:
-        upcoming = preparer.start(planned(0))
-        for epoch in range(cfg.epochs):
+        plan = saved.next_plan if saved is not None else planned(first)
+        upcoming = preparer.start(plan)
+        for epoch in range(first, cfg.epochs):
             examples = preparer.finish(upcoming)
             if epoch + 1 < cfg.epochs:  # the workers lay out the next epoch while this one trains
-                upcoming = preparer.start(planned(epoch + 1))
+                plan = planned(epoch + 1)
+                upcoming = preparer.start(plan)
             if total_steps is None:
                 total_steps = max(1, cfg.epochs * math.ceil(len(examples) / cfg.batch_size))
                 if cfg.max_steps:
@@ -193,8 +242,12 @@ def train(
                 for group in optimiser.param_groups:
                     group["lr"] = lr
                 tensors = batch_tensors(batch, vocab.pad_id, device)
+                prefix = None
+                if cache is not None:
+                    held = cache.states(model, [e.prefix for e in batch], vocab.pad_id, device)
+                    prefix = model.answer_view(held, tensors["prefix_slots"])
                 with autocast:
-                    loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.constrained_loss)
+                    loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.constrained_loss, prefix)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -204,7 +257,8 @@ def train(
                 running += loss.item()
                 if step % cfg.log_every == 0:
                     minutes = (time.monotonic() - started) / 60
-                    log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s")
+                    held = f"  prefix cache {cache.hits}/{cache.hits + cache.misses} hits" if cache is not None else ""
+                    log(f"step {step}  loss {running / cfg.log_every:.4f}  lr {lr:.2e}  {seen / (minutes * 60):.1f} blocks/s{held}")
                     history.append({"step": step, "loss": running / cfg.log_every, "minutes": round(minutes, 2)})
                     running = 0.0
                 if (cfg.max_steps and step >= cfg.max_steps) or (
@@ -214,6 +268,13 @@ def train(
                     break
             if stop:
                 break
+            if epoch + 1 < cfg.epochs:
+                save_resume_point(out, cfg, ResumePoint(
+                    epoch=epoch + 1, step=step, seen=seen, total_steps=total_steps, history=history,
+                    minutes=(time.monotonic() - started) / 60, model=model.state_dict(),
+                    optimiser=optimiser.state_dict(), rng=rng.getstate(), generator=generator.get_state(),
+                    next_plan=plan, summary={"pointer": pointing, "value_chooser": choosing},
+                ))
     model.eval()
     summary = {
         "steps": step,
@@ -227,10 +288,15 @@ def train(
         summary["pointer"] = pointing
     if choosing:
         summary["value_chooser"] = choosing
+    if cache is not None:
+        summary["prefix_cache"] = {"hits": cache.hits, "misses": cache.misses, "held": len(cache), "bytes": cache.bytes}
     omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []
+    if cfg.from_base:
+        omit = sorted(set(omit) | set(prefix_encoder_keys(model)))
     save_checkpoint(
         model, out, f"decision-model-{cfg.name}",
         extra={"train_config": cfg.to_dict(), "training": summary, "context_tokens": cfg.context_tokens},
         omit_from_base=omit,
     )
+    clear_resume_point(out)
     return summary

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..backends.native import pad_positions, pad_prefixes
-from ..model.transformer import BlockDiffusionModel
+from ..model.transformer import BlockDiffusionModel, PrefixState
 from .examples import Example
 
 
@@ -67,17 +67,21 @@ def masked_diffusion_loss(
     mask_id: int,
     generator: torch.Generator,
     constrained: bool = False,
+    prefix: PrefixState | None = None,
 ) -> torch.Tensor:
     """Mask a share t ~ U(0, 1) of each block (`mask_block`) and predict the masked tokens.
 
     With `constrained` the softmax runs over the tokens each position's schema allows, the
-    distribution the decoder renormalises to, instead of the whole vocabulary.
+    distribution the decoder renormalises to, instead of the whole vocabulary. `prefix`, when given,
+    is the batch's prefix already encoded (as `encode_prefix` returns it); else the prefix is encoded here.
     """
     inputs, masked = mask_block(batch, mask_id, generator)
-    prefix = (batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"])
-    positions = {"prefix_positions": batch["prefix_positions"]} if batch.get("prefix_positions") is not None else {}
+    if prefix is None:
+        positions = batch.get("prefix_positions")
+        prefix = model.encode_prefix(batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], positions)
+    hidden = model.block_hidden(prefix, inputs, batch["block_slots"])
     if constrained:
-        logits = model(*prefix, inputs, batch["block_slots"], batch["columns"], **positions).float()  # (B, L, C)
+        logits = model.logits(hidden, batch["columns"]).float()  # (B, L, C)
         logits = logits.masked_fill(~batch["allowed"], float("-inf"))
         return masked_token_loss(logits, batch["gold_column"], masked)
-    return masked_token_loss(model(*prefix, inputs, batch["block_slots"], **positions).float(), batch["gold"], masked)  # (B, L, V)
+    return masked_token_loss(model.logits(hidden).float(), batch["gold"], masked)  # (B, L, V)
