@@ -1,10 +1,17 @@
-"""Checks every model backend must pass, shared by the backend tests: answers that do not depend on the batch."""
+"""Checks every model backend must pass, shared by the backend tests: answers that do not depend on the batch,
+and whole decisions through the command line."""
 
 from __future__ import annotations
 
+import json
+
 import torch
 
+from decision_engine import cli
 from decision_engine.backends.protocol import PrefixInput
+from decision_engine.rules import RuleSet
+from decision_engine.validation import request_from_object
+from decision_engine.values import value_problem
 
 
 def random_prefix(seed: int, length: int, vocab) -> PrefixInput:
@@ -33,3 +40,22 @@ def check_batch_padding_invariance(backend, short: PrefixInput, long: PrefixInpu
     if select:
         selected = backend.encode_prefix([long, short]).select([1])
         torch.testing.assert_close(backend.block_logits(selected, short_ids, short_slots), alone_short, atol=1e-5, rtol=0)
+
+
+def check_decide_through_command_line(request: dict, model_arguments: list[str], mode: str, tmp_path, capsys) -> dict:
+    """`decision-engine decide --json` on `request` in `mode` with `model_arguments` (--model ... and the
+    like): it succeeds, answers every question in order, schema-valid and keeping the rules. Returns
+    the response."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    assert cli.main(["decide", str(path), *model_arguments, "--mode", mode, "--json"]) == 0
+    response = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert response["mode"] == mode
+    parsed = request_from_object(request)
+    values = {a["id"]: a["value"] for a in response["answers"]}
+    assert list(values) == [q.id for q in parsed.questions]
+    for question in parsed.questions:
+        assert value_problem(question.schema, values[question.id]) is None, (question.id, values[question.id])
+    rules = RuleSet.compile([q.schema for q in parsed.questions], [q.id for q in parsed.questions], parsed.rules)
+    assert rules.violations([values[q.id] for q in parsed.questions]) == []
+    return response

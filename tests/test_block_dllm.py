@@ -15,16 +15,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
+from backend_checks import check_batch_padding_invariance, check_decide_through_command_line, random_prefix  # noqa: E402
 from test_masked_dllm import MASK_ID, REQUEST, _tokenizer, _write_config  # noqa: E402
 
-from decision_engine import cli  # noqa: E402
 from decision_engine.backends.block_dllm import BlockCachedDLLMBackend, block_causal_mask  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
-from decision_engine.rules import RuleSet  # noqa: E402
-from decision_engine.validation import request_from_object  # noqa: E402
-from decision_engine.values import value_problem  # noqa: E402
 
 REMOTE_CODE = Path(__file__).parent / "remote_code"
 BLOCK = 4
@@ -96,15 +92,6 @@ def test_block_logits_do_not_depend_on_batch_padding(backend):
 
 @pytest.mark.parametrize("mode", ["joint", "independent", "sequential"])
 def test_decide_through_the_command_line(sdar_folder, tmp_path, capsys, mode):
-    request = tmp_path / "request.json"
-    request.write_text(json.dumps(REQUEST))
-    argv = ["decide", str(request), "--model", str(sdar_folder), "--trust-remote-code", "--mode", mode, "--json"]
-    assert cli.main(argv) == 0
-    response = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert response["mode"] == mode and response["model"] == f"block-dllm:{sdar_folder.name}"
-    parsed = request_from_object(REQUEST)
-    values = {a["id"]: a["value"] for a in response["answers"]}
-    for question in parsed.questions:
-        assert value_problem(question.schema, values[question.id]) is None, (question.id, values[question.id])
-    rules = RuleSet.compile([q.schema for q in parsed.questions], [q.id for q in parsed.questions], parsed.rules)
-    assert rules.violations([values[q.id] for q in parsed.questions]) == []
+    response = check_decide_through_command_line(REQUEST, ["--model", str(sdar_folder), "--trust-remote-code"], mode,
+                                                 tmp_path, capsys)
+    assert response["model"] == f"block-dllm:{sdar_folder.name}"

@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
+from backend_checks import check_batch_padding_invariance, check_decide_through_command_line, random_prefix  # noqa: E402
 from tiny_tokenizers import word_level_tokenizer  # noqa: E402
 from decision_engine import cli  # noqa: E402
 from decision_engine.backends.masked_dllm import MaskedDLLMBackend, MaskedDLLMOptions  # noqa: E402
@@ -24,9 +24,6 @@ from decision_engine.backends.protocol import PrefixInput  # noqa: E402
 from decision_engine.backends.vocabulary import Vocabulary  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import model_kind, open_model  # noqa: E402
-from decision_engine.rules import RuleSet  # noqa: E402
-from decision_engine.validation import request_from_object  # noqa: E402
-from decision_engine.values import value_problem  # noqa: E402
 
 REMOTE_CODE = Path(__file__).parent / "remote_code"
 SPECIALS = ["[UNK]", "<|startoftext|>", "<|endoftext|>", "<|mdm_mask|>"]
@@ -139,20 +136,9 @@ def test_bad_folder_names_the_supported_kinds(tmp_path, capsys):
 
 @pytest.mark.parametrize("mode", ["joint", "independent", "sequential"])
 def test_decide_through_the_command_line(llada_folder, tmp_path, capsys, mode):
-    request = tmp_path / "request.json"
-    request.write_text(json.dumps(REQUEST))
-    argv = ["decide", str(request), "--model", str(llada_folder), "--trust-remote-code", "--mode", mode, "--json"]
-    assert cli.main(argv) == 0
-    response = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    parsed = request_from_object(REQUEST)
-    assert response["mode"] == mode
+    response = check_decide_through_command_line(REQUEST, ["--model", str(llada_folder), "--trust-remote-code"], mode,
+                                                 tmp_path, capsys)
     assert response["model"] == f"masked-dllm:{llada_folder.name}"
-    values = {a["id"]: a["value"] for a in response["answers"]}
-    assert list(values) == [q.id for q in parsed.questions]
-    for question in parsed.questions:
-        assert value_problem(question.schema, values[question.id]) is None, (question.id, values[question.id])
-    rules = RuleSet.compile([q.schema for q in parsed.questions], [q.id for q in parsed.questions], parsed.rules)
-    assert rules.violations([values[q.id] for q in parsed.questions]) == []
 
 
 def _prefix(generator: torch.Generator, length: int, vocab) -> PrefixInput:

@@ -16,7 +16,8 @@ def spell_digits(text: str) -> str:
     return ASCII_DIGIT.sub(r" \g<0> ", text)
 
 
-MASK_TOKENS = ("<|mdm_mask|>", "<|mask|>")  # LLaDA's and Dream's mask tokens, which LLaDA's tokenizer leaves undeclared
+# LLaDA's, Dream's and Fast-dLLM v2's mask tokens, which LLaDA's and Fast-dLLM v2's tokenizers leave undeclared
+MASK_TOKENS = ("<|mdm_mask|>", "<|mask|>", "|<MASK>|")
 
 
 def _first_id(*ids: int | None) -> int | None:
@@ -51,7 +52,8 @@ class Vocabulary:
     ) -> Vocabulary:
         """The answer-slot ids of `tokenizer`. Diffusion LLMs often declare no mask, pad, cls or sep token:
         the mask is then `mask_id` or a known mask token of the vocabulary (LLaDA's `<|mdm_mask|>`), the
-        padding `pad_id` or the eos token, and cls/sep fall back to bos/eos."""
+        padding `pad_id` or the eos token, cls falls back to bos, then eos (Qwen's tokenizers declare no
+        bos), and sep to eos."""
 
         def single(text: str) -> int:
             ids = tokenizer.encode(text, add_special_tokens=False)
@@ -67,7 +69,7 @@ class Vocabulary:
             raise VocabularyError(f"the tokenizer has no mask token (nor any of {', '.join(MASK_TOKENS)})")
         if pad_id is None:
             raise VocabularyError("the tokenizer has no pad token (nor an eos token to pad with)")
-        cls_id = _first_id(tokenizer.cls_token_id, tokenizer.bos_token_id)
+        cls_id = _first_id(tokenizer.cls_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id)
         sep_id = _first_id(tokenizer.sep_token_id, tokenizer.eos_token_id)
         if cls_id is None or sep_id is None:
             raise VocabularyError("the tokenizer has neither cls/sep nor bos/eos tokens")
