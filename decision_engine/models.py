@@ -16,8 +16,8 @@ MODEL_KINDS = {  # what --model accepts, told apart by the folder's config.json
     "native": 'this project\'s block-diffusion checkpoint (config.json with "config" and "name")',
     "hf-masked-lm": "a transformers masked LM (BERT, ModernBERT)",
     "masked-dllm": "a mask-token diffusion LLM with its own modelling code, named by config.json's auto_map "
-    "(LLaDA, Dream; an SDAR-style block model, model_type \"sdar\", reads its prefix into a KV cache once); "
-    "needs --trust-remote-code",
+    "(LLaDA, Dream; block models read their prefix into a KV cache once: SDAR, model_type \"sdar\", LLaDA2, "
+    "\"llada2_moe\", and Fast-dLLM v2, \"Fast_dLLM_Qwen\"); needs --trust-remote-code",
     "diffusion-gemma": 'transformers\' DiffusionGemmaForBlockDiffusion (model_type "diffusion_gemma"; '
     "transformers >= 5.11)",
 }
@@ -73,10 +73,10 @@ def open_model(
     if kind == "native":
         return load_native(folder, device)
     if kind == "masked-dllm":
-        from .backends.block_dllm import BlockCachedDLLMBackend, is_block_cached
+        from .backends.block_dllm import block_backend_class
         from .backends.masked_dllm import MaskedDLLMBackend
 
-        backend = BlockCachedDLLMBackend if is_block_cached(meta) else MaskedDLLMBackend
+        backend = block_backend_class(meta) or MaskedDLLMBackend
         try:
             return backend(folder, device, trust_remote_code, dllm_options or _no_dllm_options())
         except (OSError, ValueError, ImportError) as error:

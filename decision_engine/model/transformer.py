@@ -267,7 +267,10 @@ class BlockDiffusionModel(nn.Module):
     def answer_view(self, state: PrefixState, slots) -> PrefixState:
         """`state` (from `prefix_states`) as the answer layers read it: each prefix token's keys plus
         its slot's learned vector, per layer; slots (B, T)."""
-        keys = [k + layer.split(self.slot_keys[index][slots]) for index, (k, layer) in enumerate(zip(state.keys, self.layers))]
+        member = F.one_hot(slots, self.cfg.max_slots + 1).to(self.slot_keys.dtype)  # (B, T, S + 1)
+        # A matmul rather than a gather: its backward pass is another matmul, not a scatter.
+        offsets = [layer.split(member @ self.slot_keys[i]) for i, layer in enumerate(self.layers)]
+        keys = [k + offset for k, offset in zip(state.keys, offsets)]
         return PrefixState(keys, state.values, state.mask, state.lengths, state.summaries, state.block_start)
 
     def block_hidden(self, prefix: PrefixState, ids, slots, block_mask=None):
