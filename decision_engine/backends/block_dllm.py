@@ -55,7 +55,6 @@ FAST_DLLM_V2 = BlockFamily(
     builds_own_mask=True, shifted_logits=True,
 )
 FAMILIES = (SDAR, LLADA2, FAST_DLLM_V2)
-BLOCK_CACHED_TYPES = tuple(t for family in FAMILIES for t in family.model_types)
 
 
 def block_family(config: dict) -> BlockFamily | None:
