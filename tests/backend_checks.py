@@ -51,6 +51,12 @@ def check_decide_through_command_line(request: dict, model_arguments: list[str],
     assert cli.main(["decide", str(path), *model_arguments, "--mode", mode, "--json"]) == 0
     response = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert response["mode"] == mode
+    check_answers(request, response)
+    return response
+
+
+def check_answers(request: dict, response: dict) -> None:
+    """The response answers every question of `request` in order, schema-valid and keeping its rules."""
     parsed = request_from_object(request)
     values = {a["id"]: a["value"] for a in response["answers"]}
     assert list(values) == [q.id for q in parsed.questions]
@@ -58,4 +64,3 @@ def check_decide_through_command_line(request: dict, model_arguments: list[str],
         assert value_problem(question.schema, values[question.id]) is None, (question.id, values[question.id])
     rules = RuleSet.compile([q.schema for q in parsed.questions], [q.id for q in parsed.questions], parsed.rules)
     assert rules.violations([values[q.id] for q in parsed.questions]) == []
-    return response

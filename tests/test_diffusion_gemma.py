@@ -15,7 +15,7 @@ pytest.importorskip("tokenizers")
 if not hasattr(transformers, "DiffusionGemmaForBlockDiffusion"):
     pytest.skip(f"transformers {transformers.__version__} has no DiffusionGemma", allow_module_level=True)
 
-from backend_checks import check_batch_padding_invariance, random_prefix  # noqa: E402
+from backend_checks import check_answers, check_batch_padding_invariance, random_prefix  # noqa: E402
 from tiny_diffusion_gemma import SLIDING_WINDOW, save_tiny_diffusion_gemma  # noqa: E402
 
 from decision_engine import cli  # noqa: E402
@@ -23,9 +23,7 @@ from decision_engine.backends.diffusion_gemma import DiffusionGemmaBackend  # no
 from decision_engine.engine import DecisionEngine  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
-from decision_engine.rules import RuleSet  # noqa: E402
 from decision_engine.validation import request_from_object  # noqa: E402
-from decision_engine.values import value_problem  # noqa: E402
 
 
 DOCUMENT = (
@@ -66,13 +64,7 @@ def backend(gemma_folder):
 
 
 def _check(raw: dict, response: dict) -> None:
-    parsed = request_from_object(raw)
-    values = {a["id"]: a["value"] for a in response["answers"]}
-    assert list(values) == [q.id for q in parsed.questions]
-    for question in parsed.questions:
-        assert value_problem(question.schema, values[question.id]) is None, (question.id, values[question.id])
-    rules = RuleSet.compile([q.schema for q in parsed.questions], [q.id for q in parsed.questions], parsed.rules)
-    assert rules.violations([values[q.id] for q in parsed.questions]) == []
+    check_answers(raw, response)
 
 
 def test_folder_opens_as_diffusion_gemma(backend, gemma_folder):
