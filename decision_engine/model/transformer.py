@@ -17,6 +17,7 @@ from torch import nn
 
 from ..kernels.block_attention import block_attention_fused, block_attention_triton, pack_prefix
 from ..kernels.dispatch import use_triton
+from .segments import SegmentLayout
 
 
 @dataclass
@@ -161,8 +162,10 @@ class Layer(nn.Module):
 
     def forward(self, x, keys, values, mask):
         """Prefix pass: x (B, T, C) attends to its own keys/values (B, H, T, D) where mask (B, T), or
-        (B, T, T) per query token, allows."""
+        (B, T, T) per query token, allows; or, a `SegmentLayout`, within each question's segment."""
         q = self.split(self.query(x))
+        if isinstance(mask, SegmentLayout):
+            return self.finish(x, mask.attend(q, keys, values))
         allowed = mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]
         return self.finish(x, F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed))
 
@@ -196,7 +199,8 @@ def question_summary_layer(hidden: int) -> nn.Linear:
 def segment_mask(slots, mask):
     """(B, T, T): a question's tokens see only their own question's tokens; the shared ones (slot 0,
     such as [CLS]) see everything, so what questions have in common reaches the answer block through
-    them and never another question's reading. slots, mask: (B, T)."""
+    them and never another question's reading. slots, mask: (B, T). The prefix pass attends this way
+    through `SegmentLayout`, which gives the same result without building the mask."""
     same = slots[:, :, None] == slots[:, None, :]
     shared = (slots == 0)[:, :, None]
     return (same | shared) & mask[:, None, :]
@@ -254,7 +258,8 @@ class BlockDiffusionModel(nn.Module):
         else:
             block_start = positions.masked_fill(~mask, 0).max(dim=1).values + 1
         x = self.embed(ids, positions, 0, None if self.answer_layers is not None else slots)
-        seen = segment_mask(slots, mask) if self.cfg.segments_read_alone and block_start is not None else mask
+        # Questions that read only their own segment attend segment by segment, never through a (T, T) mask.
+        seen = SegmentLayout.of(slots, mask) if self.cfg.segments_read_alone and block_start is not None else mask
         keys, values = [], []
         for layer in self.layers:
             k, v = layer.split(layer.key(x)), layer.split(layer.value(x))
