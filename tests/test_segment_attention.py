@@ -33,6 +33,24 @@ def test_segmented_attention_equals_the_masked_one_on_a_padded_batch():
     assert not segmented[~real].any()  # padding comes out as zeros
 
 
+def test_training_gets_the_gradients_the_masked_attention_gives():
+    slots = torch.tensor([_slots(3, 5, 2), _slots(4, 6)])
+    mask = torch.ones_like(slots, dtype=torch.bool)
+    generator = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(2, 4, slots.shape[1], 8, generator=generator) for _ in range(3)]
+    weights = torch.randn(2, 4, slots.shape[1], 8, generator=generator)
+
+    def gradients(attend):
+        leaves = [x.clone().requires_grad_(True) for x in inputs]
+        (attend(*leaves) * weights).sum().backward()
+        return [leaf.grad for leaf in leaves]
+
+    masked = gradients(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=segment_mask(slots, mask)[:, None]))
+    segmented = gradients(SegmentLayout.of(slots, mask).attend)
+    for a, b in zip(masked, segmented):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
 def test_a_question_reads_nothing_of_another_question():
     slots = torch.tensor([_slots(3, 3)])
     mask = torch.ones_like(slots, dtype=torch.bool)
