@@ -19,7 +19,7 @@ from .config import TrainConfig
 from .examples import Example
 from .objective import batch_tensors, masked_diffusion_loss
 from .prefix_cache import FrozenPrefixCache
-from .resume import ResumePoint, clear_resume_point, load_resume_point, save_resume_point
+from .resume import ResumeError, ResumePoint, clear_resume_point, load_resume_point, save_resume_point
 from .preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
@@ -178,6 +178,8 @@ def train(
     if cfg.reads_documents:
         from .reading import train_reading
 
+        if resume:
+            raise ResumeError("the reading model's training (reads_documents) cannot be resumed")
         return train_reading(cfg, out, device, log)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
@@ -191,7 +193,8 @@ def train(
     context, pointing = None, None
     if model.span_pointer is not None:
         context, pointing = fit_pointer(cfg, model, vocab, log, fit=saved is None)
-        pointing = saved.summary["pointer"] if saved is not None else pointing
+        if saved is not None:  # what the first run's fit measured
+            pointing = saved.summary["pointer"]
         spec = replace(spec, pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()})
     choosing = None
     if model.value_chooser is not None:
@@ -244,8 +247,8 @@ def train(
                 tensors = batch_tensors(batch, vocab.pad_id, device)
                 prefix = None
                 if cache is not None:
-                    held = cache.states(model, [e.prefix for e in batch], vocab.pad_id, device)
-                    prefix = model.answer_view(held, tensors["prefix_slots"])
+                    prefixes = [e.prefix for e in batch]
+                    prefix = cache.answer_state(model, prefixes, tensors["prefix_slots"], vocab.pad_id, device)
                 with autocast:
                     loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.constrained_loss, prefix)
                 optimiser.zero_grad(set_to_none=True)

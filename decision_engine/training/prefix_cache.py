@@ -57,6 +57,12 @@ class FrozenPrefixCache:
         rows = [self._held.get(k) or fresh[k] for k in keys]
         return _padded(rows, device)
 
+    def answer_state(
+        self, model: BlockDiffusionModel, prefixes: Sequence[PrefixInput], slots, pad_id: int, device
+    ) -> PrefixState:
+        """`states` as the answer layers read them (`answer_view`); slots (B, T) as the batch pads them."""
+        return model.answer_view(self.states(model, prefixes, pad_id, device), slots)
+
     def _encode(self, model, prefixes, keys, pad_id, device) -> dict:
         ids, slots, mask = pad_prefixes(prefixes, pad_id, device)
         with torch.no_grad():

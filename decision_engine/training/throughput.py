@@ -90,7 +90,8 @@ def measure(
             tensors = batch_tensors(batch, vocab.pad_id, "cpu")
             prefix = None
             if name == "answer_layers":
-                prefix = model.answer_view(cache.states(model, [e.prefix for e in batch], vocab.pad_id, "cpu"), tensors["prefix_slots"])
+                prefixes = [e.prefix for e in batch]
+                prefix = cache.answer_state(model, prefixes, tensors["prefix_slots"], vocab.pad_id, "cpu")
             loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, True, prefix)
             optimisers[name].zero_grad(set_to_none=True)
             loss.backward()
