@@ -284,8 +284,19 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     if args.groups < 1 or args.epochs < 1:
         print("error: --groups and --epochs must be at least 1", file=sys.stderr)
         return EXIT_INVALID
+    held_out = []
+    if args.validation:
+        from .evaluation import load_groups
+
+        try:
+            held_out = [g.request_line for g in load_groups(Path(args.validation), "jsonl")]
+        except (OSError, msgspec.DecodeError) as error:
+            print(f"error: --validation {args.validation}: {error}", file=sys.stderr)
+            return EXIT_INVALID
     try:
-        fitted = add_value_chooser(folder, Path(args.out), args.groups, args.epochs, args.seed, log=lambda line: print(line, flush=True))
+        fitted = add_value_chooser(
+            folder, Path(args.out), args.groups, args.epochs, args.seed, log=lambda line: print(line, flush=True), held_out=held_out
+        )
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -351,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')
     chooser.add_argument("--out", required=True, help="folder for the checkpoint with its chooser")
     chooser.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
-    chooser.add_argument("--epochs", type=int, default=20, help="passes over their integer and date questions")
+    chooser.add_argument("--epochs", type=int, default=40, help="passes over their integer and date questions")
+    chooser.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
     chooser.add_argument("--seed", type=int, default=0)
     chooser.set_defaults(func=_fit_chooser)
 

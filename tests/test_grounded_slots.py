@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from conftest import FakeModel
@@ -13,7 +15,7 @@ from decision_engine.engine import DecisionEngine
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
-from decision_engine.reader.value_chooser import ValueChooser
+from decision_engine.reader.value_chooser import ValueChooser, candidate_features, place_features
 from decision_engine.rules import RuleSet
 from decision_engine.training.value_choice import choice_accuracy, choice_examples, train_chooser
 from decision_engine.types import AnswerSchema, Rule
@@ -150,3 +152,26 @@ def test_a_slot_copies_a_mention_end_to_end_with_a_tiny_model(tiny_backend):
         assert deposit.evidence[0].text == "$1,450"
         assert {e.text for e in notice_end.evidence[:2]} == {"2 May 2024", "30 days"}
         assert deposit.fixed_by == "model" and 0 < deposit.confidence <= 1
+
+
+def test_place_features_say_where_a_mention_stands_among_the_values_of_its_kind():
+    mentions = find_mentions(DOCUMENT)
+    rows = {m.text: row for m, row in zip(mentions, place_features(mentions, len(DOCUMENT)).tolist())}
+    march, may = rows["8 March 2024"], rows["2 May 2024"]
+    assert (march[1], march[2], march[3]) == (0.0, 0.0, 1.0)  # the earliest of the two dates
+    assert (may[1], may[2], may[3]) == (1.0, 1.0, 0.0)  # the latest
+    assert (march[4], may[4]) == (0.0, 1.0)  # and their order in the text
+    assert rows["$1,450"][2] == 1.0 and rows["900"][3] == 1.0  # the largest and the smallest number
+    assert 0 < march[0] < may[0] < 1  # places in the text, as shares of its length
+    assert all(row[6] == 0.0 for row in rows.values())  # no value is written twice
+
+
+def test_candidate_features_measure_how_far_apart_the_operands_are_written():
+    mentions = find_mentions(DOCUMENT)
+    candidates = slot_candidates(DAY, mentions)
+    steps = {c.describe(): row for c, row in zip(candidates, candidate_features(candidates, mentions).tolist())}
+    near, far = steps["2024-05-02 + 30 days"], steps["2024-03-08 + 30 days"]
+    march, days, may = (DOCUMENT.index(t) for t in ("8 March 2024", "30 days", "2 May 2024"))
+    assert abs(far[1] - math.log1p(days - march) / 8) < 1e-6 and abs(near[1] - math.log1p(may - days) / 8) < 1e-6
+    assert far[2] == 1.0 and near[2] == 0.0  # the date written before the duration, or after it
+    assert steps["copy 2024-03-08"][:3] == [0.0, 0.0, 0.0]  # a copy has one operand

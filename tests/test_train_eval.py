@@ -341,15 +341,40 @@ def test_eval_swap_documents(smoke_checkpoint, tmp_path, capsys):
 
 def test_fit_chooser_adds_a_value_chooser_beside_an_unchanged_reader(smoke_checkpoint, tmp_path, capsys):
     out = tmp_path / "chosen"
-    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "6", "--epochs", "2"]) == 0
+    held_out = tmp_path / "held_out.jsonl"
+    assert main(["generate", "--count", "3", "--out", str(held_out)]) == 0
+    capsys.readouterr()
+    assert main([
+        "fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "6", "--epochs", "2",
+        "--validation", str(held_out),
+    ]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["examples"] > 0 and fitted["groups"] == 6
+    assert fitted["held_out"]["questions"] > 0 and 0 <= fitted["held_out"]["accuracy"] <= 1
     before, _ = load_checkpoint(smoke_checkpoint)
     after, meta = load_checkpoint(out)
     assert after.value_chooser is not None and before.value_chooser is None
     assert meta["training"]["value_chooser"]["examples"] == fitted["examples"]
     reader = {k: v for k, v in after.state_dict().items() if not k.startswith("value_chooser.")}
     assert all(torch.equal(v, before.state_dict()[k]) for k, v in reader.items())
+
+
+def test_a_value_chooser_of_another_layout_is_a_clear_error_and_can_be_fitted_again(smoke_checkpoint, tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    from decision_engine.model.loader import ModelLoadError
+
+    out = tmp_path / "chosen"
+    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "2", "--epochs", "1"]) == 0
+    state = load_file(str(out / "model.safetensors"))
+    state["value_chooser.query.weight"] = state["value_chooser.query.weight"][:128].contiguous()  # an older layout's width
+    save_file(state, str(out / "model.safetensors"))
+    with pytest.raises(ModelLoadError, match="fit-chooser"):
+        load_checkpoint(out)
+    refitted = tmp_path / "refitted"
+    assert main(["fit-chooser", "--model", str(out), "--out", str(refitted), "--groups", "2", "--epochs", "1"]) == 0
+    model, _ = load_checkpoint(refitted)
+    assert model.value_chooser.query.weight.shape[0] > 128
 
 
 def test_fit_chooser_names_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):

@@ -38,10 +38,10 @@ class Grounder:
             candidates = slot_candidates(questions[i].schema, mentions)
             if not candidates:
                 continue
-            table = CandidateTable.of(candidates)
+            table = CandidateTable.of(candidates, mentions)
             with torch.no_grad():
                 logits = self.chooser(
-                    vector[None], features[None], table.operations[None], table.operands[None],
+                    vector[None], features[None], table.operations[None], table.operands[None], table.features[None],
                     torch.ones((1, len(candidates)), dtype=torch.bool),
                 )[0]
             values = [candidate_text(c) for c in candidates]

@@ -169,13 +169,14 @@ def checkpoint_config(folder: Path) -> tuple[BlockDiffusionConfig, dict]:
 
 
 def load_checkpoint(
-    folder: Path, device: str = "cpu", cfg: BlockDiffusionConfig | None = None
+    folder: Path, device: str = "cpu", cfg: BlockDiffusionConfig | None = None, fresh_chooser: bool = False
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
     With `cfg` (the saved config grown, e.g. to continue training), the model is built to it: extra
     positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
-    at zero, so the model still decides as saved until trained.
+    at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
+    saved in the checkpoint is replaced by an untrained one (to fit it again).
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -186,11 +187,13 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    model.load_state_dict(_grown_state(state, cfg), assign=True)
+    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder), assign=True)
     return model.eval(), meta
 
 
-def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> dict[str, torch.Tensor]:
+def _grown_state(
+    state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig, fresh_chooser: bool = False, folder: Path | None = None
+) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
     position = state["embed.position.weight"]
@@ -205,9 +208,26 @@ def _grown_state(state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig) -> d
         from ..reader.span_pointer import SpanPointer
 
         state.update({f"span_pointer.{k}": v.to(position.device) for k, v in SpanPointer().state_dict().items()})
-    if cfg.chooses_values and "value_chooser.query.weight" not in state:
-        from ..reader.value_chooser import ValueChooser
-
-        torch.manual_seed(0)  # an untrained chooser, the same every time
-        state.update({f"value_chooser.{k}": v.to(position.device) for k, v in ValueChooser().state_dict().items()})
+    if cfg.chooses_values:
+        _fit_chooser_state(state, fresh_chooser, folder)
     return state
+
+
+def _fit_chooser_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path | None) -> None:
+    """An untrained value chooser in `state` where it has none (or `fresh` asks for one); a clear error
+    where its saved chooser has another layout than this version's."""
+    from ..reader.value_chooser import ValueChooser
+
+    torch.manual_seed(0)  # an untrained chooser, the same every time
+    untrained = {f"value_chooser.{k}": v for k, v in ValueChooser().state_dict().items()}
+    saved = {k: v.shape for k, v in state.items() if k.startswith("value_chooser.")}
+    if saved and not fresh and saved != {k: v.shape for k, v in untrained.items()}:
+        raise ModelLoadError(
+            f"the value chooser saved in {folder or 'this checkpoint'} has a layout this version does not read; "
+            "fit a new one onto the checkpoint with `decision-engine fit-chooser --model <folder> --out <new folder>`"
+        )
+    if fresh or not saved:
+        device = state["embed.position.weight"].device
+        for k in saved:
+            del state[k]
+        state.update({k: v.to(device) for k, v in untrained.items()})

@@ -2,16 +2,20 @@
 its question asks for, or none of them (the slot writes its digits).
 
 Questions and mentions are read by the frozen base sentence encoder (`retrieval.embedder`); the
-chooser scores a candidate by what its question wants of each operand (a bilinear form per operand
-role over the mention's vector and kind), plus how well the operation suits the question. Trained on
-generated groups whose answers rest on known mentions (`training/value_choice.py`), its scores are
-the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
+chooser scores a candidate by what its question wants of each operand under that operation (a
+bilinear form per operation and operand role over the mention's vector, kind and place among the
+document's values), plus how well the operation suits the question and how the operands lie in the
+text. Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`),
+its scores are the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import math
+from collections import defaultdict
 
 import torch
 from torch import nn
@@ -22,10 +26,14 @@ from ..grounding.mention import DURATION_UNITS, Mention
 DIM = 384  # the base sentence encoder's width
 MENTION_DIM = 2 * DIM  # see retrieval.embedder.MENTION_DIM
 KIND_FEATURES = 6 + len(DURATION_UNITS)  # date, number, percent, money, business, ambiguous, then the unit
+PLACE_FEATURES = 7  # where a mention stands among the document's values (see `place_features`)
+MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES
+CANDIDATE_FEATURES = 5  # how a candidate's operands lie in the text (see `candidate_features`)
 RANK = 64  # width of each operand role's bilinear form
-ROLES = 2  # the first operand, and every later one
+ROLES = 2  # per operation: the first operand, and every later one
 MAX_OPERANDS = 4  # sums take up to four amounts
-DROPOUT = 0.3  # on the frozen vectors while training: the chooser must not learn templates by heart
+QUESTION_CODE = 16  # the question as the candidate scorer reads it
+DROPOUT = 0.7  # on the frozen vectors while training: the chooser must not learn templates by heart
 
 
 def kind_features(mentions: Sequence[Mention]) -> torch.Tensor:
@@ -40,10 +48,52 @@ def kind_features(mentions: Sequence[Mention]) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.float32).reshape(len(mentions), KIND_FEATURES)
 
 
+def place_features(mentions: Sequence[Mention], text_length: int) -> torch.Tensor:
+    """(M, PLACE_FEATURES) where each mention stands, whatever the wording around it: its place in the
+    text, its value's rank among the distinct values of its kind (and whether it is the latest or
+    largest, the earliest or smallest), its order among the mentions of its kind, how many there are,
+    and whether its value is written more than once."""
+    of_kind: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(mentions):
+        of_kind[m.kind].append(i)
+    written: dict[tuple, int] = defaultdict(int)
+    for m in mentions:
+        written[(m.kind, m.value)] += 1
+    rows = []
+    for i, m in enumerate(mentions):
+        same = of_kind[m.kind]
+        values = sorted({mentions[j].value for j in same})
+        rank = values.index(m.value)
+        rows.append([
+            m.start / max(text_length, 1),
+            rank / max(len(values) - 1, 1), float(rank == len(values) - 1), float(rank == 0),
+            same.index(i) / max(len(same) - 1, 1), math.log1p(len(same)) / 3, float(written[(m.kind, m.value)] > 1),
+        ])
+    return torch.tensor(rows, dtype=torch.float32).reshape(len(mentions), PLACE_FEATURES)
+
+
 def mention_features(embedder, text: str, mentions: Sequence[Mention]) -> torch.Tensor:
-    """(M, MENTION_DIM + KIND_FEATURES) what the chooser reads of each mention: its vectors from the
-    sentence encoder (`SpanEmbedder.embed_mentions`, cached per document) and its kind."""
-    return torch.cat([embedder.embed_mentions(text, mentions), kind_features(mentions)], dim=1)
+    """(M, MENTION_FEATURES) what the chooser reads of each mention: its vectors from the sentence
+    encoder (`SpanEmbedder.embed_mentions`, cached per document), its kind and its place."""
+    return torch.cat(
+        [embedder.embed_mentions(text, mentions), kind_features(mentions), place_features(mentions, len(text))], dim=1
+    )
+
+
+def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> torch.Tensor:
+    """(K, CANDIDATE_FEATURES) how each candidate's operands lie in the text: whether it has several,
+    how far apart they are written, whether the first comes first, how many there are, and whether the
+    value is zero."""
+    rows = []
+    for c in candidates:
+        used = [mentions[j] for j in c.operands]
+        zero = float(isinstance(c.value, int) and c.value == 0)
+        if len(used) > 1:
+            spread = max(m.start for m in used) - min(m.start for m in used)
+            rows.append([1.0, math.log1p(spread) / 8, float(used[0].start < used[1].start), len(used) / MAX_OPERANDS, zero])
+        else:
+            rows.append([0.0, 0.0, 0.0, 1 / MAX_OPERANDS, zero])
+    return torch.tensor(rows, dtype=torch.float32).reshape(len(candidates), CANDIDATE_FEATURES)
 
 
 @dataclass
@@ -52,14 +102,15 @@ class CandidateTable:
 
     operations: torch.Tensor  # (K,) index into OPERATIONS
     operands: torch.Tensor  # (K, MAX_OPERANDS) mention indices, -1 where a candidate has fewer
+    features: torch.Tensor  # (K, CANDIDATE_FEATURES)
 
     @classmethod
-    def of(cls, candidates: Sequence[Candidate]) -> CandidateTable:
+    def of(cls, candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> CandidateTable:
         operations = torch.tensor([OPERATIONS.index(c.operation) for c in candidates], dtype=torch.long)
         operands = torch.full((len(candidates), MAX_OPERANDS), -1, dtype=torch.long)
         for k, c in enumerate(candidates):
             operands[k, : len(c.operands)] = torch.tensor(c.operands, dtype=torch.long)
-        return cls(operations, operands)
+        return cls(operations, operands, candidate_features(candidates, mentions))
 
 
 class ValueChooser(nn.Module):
@@ -68,39 +119,48 @@ class ValueChooser(nn.Module):
     def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT):
         super().__init__()
         self.dim, self.rank = dim, rank
-        self.query = nn.Linear(dim, ROLES * rank)
-        self.key = nn.Linear(MENTION_DIM + KIND_FEATURES, ROLES * rank)
+        roles = len(OPERATIONS) * ROLES
+        self.query = nn.Linear(dim, roles * rank)  # per operation and operand role
+        self.key = nn.Linear(MENTION_FEATURES, ROLES * rank)
         self.similarity = nn.Linear(2, ROLES)  # per role, a weight on the cosine of question and mention, and of question and cue
         self.operation = nn.Linear(dim, len(OPERATIONS))
+        self.question_code = nn.Linear(dim, QUESTION_CODE)
+        self.layout = nn.Sequential(  # a candidate's operand layout, read with its operation and question
+            nn.Linear(CANDIDATE_FEATURES + QUESTION_CODE + len(OPERATIONS), 32), nn.GELU(), nn.Linear(32, 1)
+        )
         self.write = nn.Linear(dim, 1)
         self.drop = nn.Dropout(dropout)
 
     def forward(
         self,
         questions: torch.Tensor,  # (B, D) unit question vectors
-        mentions: torch.Tensor,  # (B, M, MENTION_DIM + KIND_FEATURES) each row's mentions, zero padded
+        mentions: torch.Tensor,  # (B, M, MENTION_FEATURES) each row's mentions, zero padded
         operations: torch.Tensor,  # (B, K) operation index per candidate
         operands: torch.Tensor,  # (B, K, MAX_OPERANDS) mention index, -1 where absent
+        features: torch.Tensor,  # (B, K, CANDIDATE_FEATURES)
         valid: torch.Tensor,  # (B, K) True on real candidates
     ) -> torch.Tensor:
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
         b, m = mentions.shape[:2]
-        d = self.dim
+        k, d, ops = operations.shape[1], self.dim, len(OPERATIONS)
         cosines = torch.stack([
             (mentions[..., :d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the mention's own tokens
             (mentions[..., d : 2 * d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the words before it
         ], dim=-1)  # (B, M, 2)
-        query = self.query(self.drop(questions)).view(b, ROLES, 1, self.rank)  # (B, R, 1, r)
+        query = self.query(self.drop(questions)).view(b, ops, ROLES, 1, self.rank)  # (B, OPS, R, 1, r)
         key = self.key(self.drop(mentions)).view(b, m, ROLES, self.rank).transpose(1, 2)  # (B, R, M, r)
-        pair = (query * key).sum(-1) / self.rank**0.5  # (B, R, M): what the question wants of each mention, per role
-        pair = pair + self.similarity(cosines).transpose(1, 2)  # (B, R, M)
+        pair = (query * key[:, None]).sum(-1) / self.rank**0.5  # (B, OPS, R, M): what each operation wants of each mention
+        pair = pair + self.similarity(cosines).transpose(1, 2)[:, None]  # (B, OPS, R, M)
+        per_candidate = pair[torch.arange(b)[:, None], operations]  # (B, K, R, M): under each candidate's operation
         present = operands >= 0  # (B, K, O)
         index = operands.clamp(min=0)  # (B, K, O)
-        first = torch.gather(pair[:, 0], 1, index[..., 0])  # (B, K)
-        later = torch.gather(pair[:, 1], 1, index[..., 1:].flatten(1)).view_as(index[..., 1:])  # (B, K, O-1)
+        first = torch.gather(per_candidate[:, :, 0], 2, index[..., :1]).squeeze(-1)  # (B, K)
+        later = torch.gather(per_candidate[:, :, 1], 2, index[..., 1:])  # (B, K, O-1)
         later_present = present[..., 1:].float()
         later_mean = (later * later_present).sum(-1) / later_present.sum(-1).clamp(min=1)
-        scores = first + later_mean + torch.gather(self.operation(questions), 1, operations)  # (B, K)
+        code = self.question_code(questions)[:, None].expand(b, k, QUESTION_CODE)
+        layout = self.layout(torch.cat([features, code, nn.functional.one_hot(operations, ops).float()], dim=-1)).squeeze(-1)
+        scores = first + later_mean + torch.gather(self.operation(questions), 1, operations) + layout  # (B, K)
         scores = scores.masked_fill(~valid, float("-inf"))
         return torch.cat([scores, self.write(questions)], dim=-1)
 

@@ -48,7 +48,7 @@ class TrainConfig:
     contrastive_share: float = 0.0  # per ContractNLI pass, the share of documents also given with some evidence cut out
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
     chooser_groups: int = 1000  # generated training groups the chooser learns from (their integer and date questions)
-    chooser_epochs: int = 20  # passes of the chooser over them (frozen vectors: seconds each)
+    chooser_epochs: int = 40  # passes of the chooser over them (frozen vectors: seconds each)
     answer_layers: bool = False  # the answer block trains layers of its own over the frozen base's prefix states, encoded once per example
     prefix_cache_gb: float = 6.0  # with answer_layers: bound on the prefix states kept across steps and epochs
     seed: int = 0

@@ -20,7 +20,9 @@ import torch
 
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
-from ..reader.value_chooser import MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features
+from ..reader.value_chooser import (
+    CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
+)
 from ..retrieval.embedder import SpanEmbedder
 from ..types import AnswerSchema
 
@@ -68,18 +70,19 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder) -> list[Choic
             candidates = slot_candidates(schema, mentions)
             right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
             target = torch.tensor([*right, not any(right)], dtype=torch.bool)
-            out.append(ChoiceExample(vector, features, CandidateTable.of(candidates), target))
+            out.append(ChoiceExample(vector, features, CandidateTable.of(candidates, mentions), target))
     return out
 
 
 def collate(examples: Sequence[ChoiceExample]) -> tuple[torch.Tensor, ...]:
-    """Padded (questions, mentions, operations, operands, valid, target) of a batch."""
+    """Padded (questions, mentions, operations, operands, features, valid, target) of a batch."""
     b = len(examples)
     m = max(1, max(e.mentions.shape[0] for e in examples))
     k = max(1, max(len(e.table.operations) for e in examples))
     mentions = torch.zeros((b, m, examples[0].mentions.shape[1]))
     operations = torch.zeros((b, k), dtype=torch.long)
     operands = torch.full((b, k, MAX_OPERANDS), -1, dtype=torch.long)
+    features = torch.zeros((b, k, CANDIDATE_FEATURES))
     valid = torch.zeros((b, k), dtype=torch.bool)
     target = torch.zeros((b, k + 1), dtype=torch.bool)
     for i, e in enumerate(examples):
@@ -87,11 +90,12 @@ def collate(examples: Sequence[ChoiceExample]) -> tuple[torch.Tensor, ...]:
         mentions[i, : e.mentions.shape[0]] = e.mentions
         operations[i, :n] = e.table.operations
         operands[i, :n] = e.table.operands
+        features[i, :n] = e.table.features
         valid[i, :n] = True
         target[i, :n] = e.target[:n]
         target[i, k] = e.target[n]  # "write" is always the last column
     questions = torch.stack([e.question for e in examples])
-    return questions, mentions, operations, operands, valid, target
+    return questions, mentions, operations, operands, features, valid, target
 
 
 def choice_accuracy(chooser: ValueChooser, examples: Sequence[ChoiceExample]) -> dict[str, float]:
@@ -148,36 +152,55 @@ def train_chooser(
     return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
 
 
-def fit_value_chooser(chooser: ValueChooser, groups: int, epochs: int, seed: int, log: Callable[[str], None] = print) -> dict:
+def fit_value_chooser(
+    chooser: ValueChooser,
+    groups: int,
+    epochs: int,
+    seed: int,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
+) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups, then
-    freeze it; returns what the fit measured."""
+    freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
+    lines where there are any."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
     torch.manual_seed(seed)
     lines = generate_groups("train", groups, seed=CHOOSER_SEED + seed)
-    examples = choice_examples(lines, SpanEmbedder(cache_size=0))
+    embedder = SpanEmbedder(cache_size=0)
+    examples = choice_examples(lines, embedder)
     log(f"chooser: {len(examples)} integer and date questions from {groups} groups ({time.monotonic() - started:.0f} s)")
     chooser.train()
     fitted = train_chooser(chooser, examples, epochs, seed, log=log)
     chooser.eval()
     for p in chooser.parameters():
         p.requires_grad_(False)
+    if held_out:
+        checked = choice_examples(held_out, embedder)
+        fitted["held_out"] = {"questions": len(checked), **choice_accuracy(chooser, checked)}
+        log(f"chooser accuracy on {len(checked)} held-out questions: {fitted['held_out']['accuracy']:.3f}")
     return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
 
 
 def add_value_chooser(
-    folder: Path, out: Path, groups: int, epochs: int, seed: int = 0, log: Callable[[str], None] = print
+    folder: Path,
+    out: Path,
+    groups: int,
+    epochs: int,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
-    unchanged reader; returns the fit's summary."""
+    unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given)."""
     from dataclasses import replace
 
     from ..model.loader import checkpoint_config, load_checkpoint, save_checkpoint
 
     saved, meta = checkpoint_config(folder)
-    model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True))
-    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log)
+    model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
+    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out)
     extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
     extra["training"] = {**extra.get("training", {}), "value_chooser": fitted}
     save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
