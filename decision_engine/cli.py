@@ -304,6 +304,30 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_pointer(args: argparse.Namespace) -> int:
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS
+    from .training.pointer import refit_pointer
+
+    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    if args.epochs < 1 or args.identity_penalty < 0:
+        print("error: --epochs must be at least 1 and --identity-penalty at least 0", file=sys.stderr)
+        return EXIT_INVALID
+    if not Path(args.contractnli).is_file():
+        print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        fitted = refit_pointer(
+            folder, Path(args.out), Path(args.contractnli), args.epochs, args.identity_penalty, args.seed,
+            log=lambda line: print(line, flush=True),
+        )
+    except (ModelLoadError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
+    return 0
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from .factory import build_engine
     from .model.loader import ModelLoadError
@@ -366,6 +390,15 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
     chooser.add_argument("--seed", type=int, default=0)
     chooser.set_defaults(func=_fit_chooser)
+
+    pointing = sub.add_parser("fit-pointer", help="fit a checkpoint's span pointer again on ContractNLI gold evidence")
+    pointing.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')
+    pointing.add_argument("--out", required=True, help="folder for the checkpoint with its new pointer")
+    pointing.add_argument("--contractnli", required=True, help="ContractNLI JSON file (its training documents teach the pointer)")
+    pointing.add_argument("--epochs", type=int, default=20, help="passes over the training documents' gold evidence")
+    pointing.add_argument("--identity-penalty", type=float, default=0.0, help="weight holding the pointer near cosine ranking")
+    pointing.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
+    pointing.set_defaults(func=_fit_pointer)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")
     calibrate.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

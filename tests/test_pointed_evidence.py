@@ -203,3 +203,49 @@ def test_segments_read_alone_keeps_each_question_blind_to_the_others_evidence():
     assert torch.allclose(a.summaries[0, 1], b.summaries[0, 1], atol=1e-6)  # question 1 did not see it
     assert not torch.allclose(a.summaries[0, 2], b.summaries[0, 2], atol=1e-4)
     assert not torch.allclose(a.keys[-1][0, :, 0], b.keys[-1][0, :, 0], atol=1e-4)  # [CLS] reads every question
+
+
+def test_fit_pointer_fits_the_pointer_again_and_leaves_the_reader_alone(tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_contractnli import synthetic_file
+
+    from decision_engine.cli import main
+    from decision_engine.training.config import TrainConfig
+    from decision_engine.training.loop import train
+
+    data = synthetic_file(tmp_path)
+    cfg = TrainConfig(
+        name="pointed-smoke", model="tiny", from_base=False, generated_groups_per_epoch=4, epochs=1, batch_size=4,
+        max_steps=1, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False, points_at_spans=True,
+        pointer_epochs=1, contractnli_path=str(data), contractnli_validation_fraction=0.0,
+    )
+    train(cfg, tmp_path / "model")
+    capsys.readouterr()
+    out = tmp_path / "refitted"
+    assert main(["fit-pointer", "--model", str(tmp_path / "model"), "--out", str(out), "--contractnli", str(data), "--epochs", "3"]) == 0
+    fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert fitted["epochs"] == 3 and fitted["identity_penalty"] == 0.0 and fitted["examples"] >= 1
+    assert 0 <= fitted["held_out_hit_at_1"] <= 1
+    before, _ = load_checkpoint(tmp_path / "model")
+    after, meta = load_checkpoint(out)
+    assert meta["training"]["pointer"]["epochs"] == 3
+    assert not torch.equal(after.span_pointer.question.weight, before.span_pointer.question.weight)
+    reader = {k: v for k, v in after.state_dict().items() if not k.startswith("span_pointer.")}
+    assert all(torch.equal(v, before.state_dict()[k]) for k, v in reader.items())
+
+
+def test_fit_pointer_names_what_it_cannot_use(tmp_path, capsys):
+    from decision_engine.cli import main
+
+    cfg = replace(BlockDiffusionConfig.from_name("tiny"), question_summary=True)
+    save_checkpoint(random_model(cfg), tmp_path / "plain", "plain")
+    data = tmp_path / "missing.json"
+    assert main(["fit-pointer", "--model", str(tmp_path / "plain"), "--out", str(tmp_path / "o"), "--contractnli", str(data)]) == 2
+    assert "no such file" in capsys.readouterr().err
+    data.write_text("{}")
+    assert main(["fit-pointer", "--model", str(tmp_path / "plain"), "--out", str(tmp_path / "o"), "--contractnli", str(data)]) == 2
+    assert "no span pointer" in capsys.readouterr().err

@@ -118,7 +118,10 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
     lines = evidenced_lines(cfg) if fit else []
     if cfg.pointer_epochs and lines:
         pointer.train()
-        fitted = train_pointer(pointer, pointer_examples(lines, embedder), cfg.pointer_epochs, cfg.seed, log=log)
+        fitted = train_pointer(
+            pointer, pointer_examples(lines, embedder), cfg.pointer_epochs, cfg.seed, log=log,
+            identity_penalty=cfg.pointer_identity_penalty,
+        )
     else:
         fitted = {"examples": 0, "epochs": 0}
     pointer.eval()
@@ -127,16 +130,17 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
     return PointedContext(vocab, pointer, embedder), fitted
 
 
-def evidenced_lines(cfg: TrainConfig) -> list[dict]:
-    """One line per ContractNLI training document asking all its hypotheses, with gold evidence."""
+def evidenced_lines(cfg: TrainConfig, held_out: bool = False) -> list[dict]:
+    """One line per ContractNLI training document (or, with `held_out`, per held-out document) asking
+    all its hypotheses, with gold evidence."""
     if not cfg.contractnli_path:
         return []
     from ..datasets.contractnli import load_contractnli, split_documents, to_requests
 
     docs, hypotheses = load_contractnli(cfg.contractnli_path)
-    train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+    train_docs, validation_docs = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
     lines = []
-    for doc in train_docs:
+    for doc in validation_docs if held_out else train_docs:
         groups = to_requests(doc, hypotheses, group_size=MAX_QUESTIONS)
         merged = dict(groups[0], questions=[q for g in groups for q in g["questions"]])
         merged["evidence"] = {k: v for g in groups for k, v in g["evidence"].items()}
