@@ -156,6 +156,14 @@ def save_checkpoint(
     save_file(state, str(folder / "model.safetensors"))
 
 
+def save_refitted(model: BlockDiffusionModel, meta: dict, out: Path, folder: Path, part: str, summary: dict) -> None:
+    """Save `model`, loaded from `folder` with `meta`, to `out` with one part fitted again: its record
+    kept, and `summary` as `training[part]`."""
+    extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
+    extra["training"] = {**extra.get("training", {}), part: summary}
+    save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
+
+
 def checkpoint_config(folder: Path) -> tuple[BlockDiffusionConfig, dict]:
     """The config a checkpoint folder was saved with, and its metadata."""
     config_path, weights_path = folder / "config.json", folder / "model.safetensors"
@@ -218,10 +226,10 @@ def _fit_chooser_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path
     where its saved chooser has another layout than this version's."""
     from ..reader.value_chooser import ValueChooser
 
-    torch.manual_seed(0)  # an untrained chooser, the same every time
-    untrained = {f"value_chooser.{k}": v for k, v in ValueChooser().state_dict().items()}
+    with torch.device("meta"):  # shapes only: no weights drawn, the random state untouched
+        layout = {f"value_chooser.{k}": v.shape for k, v in ValueChooser().state_dict().items()}
     saved = {k: v.shape for k, v in state.items() if k.startswith("value_chooser.")}
-    if saved and not fresh and saved != {k: v.shape for k, v in untrained.items()}:
+    if saved and not fresh and saved != layout:
         raise ModelLoadError(
             f"the value chooser saved in {folder or 'this checkpoint'} has a layout this version does not read; "
             "fit a new one onto the checkpoint with `decision-engine fit-chooser --model <folder> --out <new folder>`"
@@ -230,4 +238,5 @@ def _fit_chooser_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path
         device = state["embed.position.weight"].device
         for k in saved:
             del state[k]
-        state.update({k: v.to(device) for k, v in untrained.items()})
+        torch.manual_seed(0)  # an untrained chooser, the same every time
+        state.update({f"value_chooser.{k}": v.to(device) for k, v in ValueChooser().state_dict().items()})

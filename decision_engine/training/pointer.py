@@ -110,7 +110,7 @@ def refit_pointer(
     """A copy of the checkpoint in `folder`, written to `out`, with its span pointer fitted again from
     the start on the ContractNLI training documents (the reader and value chooser unchanged); returns
     the fit's summary, with hit@1 on the held-out documents of the same split."""
-    from ..model.loader import checkpoint_config, load_checkpoint, save_checkpoint
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
     from .config import TrainConfig
     from .loop import evidenced_lines
 
@@ -130,7 +130,5 @@ def refit_pointer(
     fitted["held_out_hit_at_1"] = round(hit_at_1(pointer, held_out), 4)
     log(f"pointer hit@1 on {len(held_out)} held-out documents: {fitted['held_out_hit_at_1']:.3f}")
     model.span_pointer.load_state_dict(pointer.state_dict())
-    extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
-    extra["training"] = {**extra.get("training", {}), "pointer": fitted}
-    save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
+    save_refitted(model, meta, out, folder, "pointer", fitted)
     return fitted

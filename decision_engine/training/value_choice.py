@@ -196,12 +196,10 @@ def add_value_chooser(
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given)."""
     from dataclasses import replace
 
-    from ..model.loader import checkpoint_config, load_checkpoint, save_checkpoint
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
 
     saved, meta = checkpoint_config(folder)
     model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out)
-    extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
-    extra["training"] = {**extra.get("training", {}), "value_chooser": fitted}
-    save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
+    save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted
