@@ -68,6 +68,22 @@ def test_allowed_tokens_match_brute_force(name, vocab):
         assert space.reachable(pattern) == reachable
 
 
+@pytest.mark.parametrize("name", ["date-leap", "int-0-365", "int-neg"])
+def test_a_fully_written_value_reaches_its_own_class_only(name, vocab):
+    schema, values, named = CASES[name]
+    classes = slot_classes(schema, named)
+    space = build_space(schema, vocab, classes, "q")
+    for value in values:
+        assert space.reachable(space.encode(value)) == {classes.index(value)}
+
+
+def test_a_fully_written_date_outside_the_calendar_or_range_reaches_nothing(vocab):
+    schema, values, named = CASES["date-leap"]
+    space = build_space(schema, vocab, slot_classes(schema, named), "q")
+    for text in ("20230230", "20240230", "20231214", "20240311", "19991231"):
+        assert space.reachable([vocab.digit_ids[int(c)] for c in text]) == set(), text
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_encode_decode_round_trip(name, vocab):
     schema, values, named = CASES[name]

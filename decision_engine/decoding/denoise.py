@@ -223,14 +223,17 @@ def step_logits(model: DenoisingModel, cache, blocks: Sequence[Block], columns: 
             at = torch.tensor(b.read, dtype=torch.long, device=out.device)
             out[row, at[:, None], rows] = logits[row, : len(b.read)].to(out.device)
     choice_columns = [(c, t - CHOICE_BASE) for c, t in enumerate(columns.token_ids) if is_choice_token(t)]
+    if not choice_columns:
+        return out
+    column_at = torch.tensor([c for c, _ in choice_columns], dtype=torch.long)
+    choice_at = torch.tensor([k for _, k in choice_columns], dtype=torch.long)
     for row, b in enumerate(blocks):
         spaces = b.group.constraints.spaces
         for i, (s, p) in enumerate(b.positions):
             if p in spaces[s].choice_positions:
                 scores = spaces[s].choice_logits
-                for c, k in choice_columns:
-                    if k < len(scores):
-                        out[row, i, c] = scores[k]
+                kept = choice_at < len(scores)
+                out[row, i, column_at[kept]] = scores[choice_at[kept]].to(out)
     return out
 
 

@@ -227,7 +227,22 @@ class DateSpace(SlotSpace):
         mask[self.named_rows] = wanted
         return mask
 
+    def _row_of(self, pattern: Pattern) -> int | None:
+        """The table row of a fully written date, or None (not a calendar date, or out of range)."""
+        try:
+            day = dt.date.fromisoformat(self.decode(pattern))
+        except (KeyError, ValueError):
+            return None
+        row = (day - self.low).days
+        return row if 0 <= row < len(self.table) else None
+
     def reachable(self, pattern: Pattern) -> set[int]:
+        if all(t is not None for t in pattern):  # one date: a lookup, not a scan of the table
+            row = self._row_of(pattern)
+            if row is None:
+                return set()
+            named = np.flatnonzero(self.named_rows == row).tolist()
+            return set(named) if named else ({self.classes.other} if self.classes.other is not None else set())
         mask = self._match_mask(pattern)
         out = set(np.flatnonzero(mask[self.named_rows]).tolist())
         if self.classes.other is not None and mask.sum() > len(out):
