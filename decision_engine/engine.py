@@ -6,11 +6,14 @@ import math
 import time
 from collections.abc import Sequence
 
+import torch
+
 from .backends.protocol import DenoisingModel
 from .decoding.denoise import run_denoising
 from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
 from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
+from .precision import computing_in
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
 from .validation import Limits
 from .values import kind, value_problem
@@ -31,8 +34,10 @@ class DecisionEngine:
         limits: Limits = Limits(),
         context: ContextBuilder | None = None,
         grounder: Grounding | None = None,
+        dtype: torch.dtype = torch.float32,
     ):
         self.model = model
+        self.dtype = dtype  # what forward passes compute in (precision.py); weights stay as loaded
         self.limits = limits
         self.context = context or LeadingContext(model.vocab)
         self.grounder = grounder  # grounded integer and date slots, for a model with a value chooser
@@ -97,14 +102,16 @@ class DecisionEngine:
     def prepare(self, request: DecisionRequest, mode: Mode) -> Layout:
         """Check a request and lay it out for this engine's model; raises RequestError."""
         model = self.model
-        return lay_out(
-            request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
-            reads_documents=model.reads_documents, grounder=self.grounder,
-        )
+        with computing_in(self.dtype, model.device):
+            return lay_out(
+                request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
+                reads_documents=model.reads_documents, grounder=self.grounder,
+            )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:
         started = time.perf_counter()
-        run_denoising(self.model, [b for p in prepared for b in p.blocks])
+        with computing_in(self.dtype, self.model.device):
+            run_denoising(self.model, [b for p in prepared for b in p.blocks])
         denoise_ms = (time.perf_counter() - started) * 1e3
         return {
             "prepare": prepare_ms,
@@ -155,6 +162,7 @@ class DecisionEngine:
             answers=answers,
             mode=p.mode,
             steps=sum(b.steps for b in p.blocks),
+            passes=sum(b.passes for b in p.blocks),
             model=self.model.name,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )

@@ -124,7 +124,7 @@ def evaluate(
 ) -> dict[str, Any]:
     """Metrics of one mode over labelled groups; with `priors` (question id -> a fixed answer, such as
     its most common training label) also that yardstick's accuracy and how often the model agrees with it."""
-    correct = answered = groups_right = invalid = violations = steps = 0
+    correct = answered = groups_right = invalid = violations = steps = passes = 0
     evidence_hit = evidence_total = 0
     first_hit = first_total = 0  # answers with gold evidence, and those whose first evidence span overlaps it
     chosen: list[tuple[float, bool]] = []  # (confidence, right) of every answer the model chose
@@ -164,6 +164,7 @@ def evaluate(
                     by_type.setdefault(kind(q.schema), [0, 0])[1] += 1
                 continue
             steps += response.steps
+            passes += response.passes
             values = [a.value for a in response.answers]
             invalid += sum(value_problem(q.schema, v) is not None for q, v in zip(request.questions, values))
             rules = RuleSet.compile([q.schema for q in request.questions], ids, request.rules)
@@ -204,6 +205,7 @@ def evaluate(
         "decisions_per_s": decided / elapsed if elapsed else 0.0,
         "questions_per_s": answered / elapsed if elapsed else 0.0,
         "mean_steps": steps / decided if decided else 0.0,
+        "mean_passes": passes / decided if decided else 0.0,  # steps that needed a forward pass
         "accuracy_by_type": {t: right / asked for t, (right, asked) in sorted(by_type.items())},
         "questions_by_type": {t: asked for t, (_, asked) in sorted(by_type.items())},
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from . import models
+from .backends.native import NativeBackend
 from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
 from .grounding.grounder import grounder_for_model
 from .options import EngineOptions
+from .precision import compute_dtype
 from .retrieval.builder import context_for_model
 
 
@@ -23,4 +25,5 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     context = context_for_model(options.retrieval, model)
-    return DecisionEngine(model, options.limits, context, grounder_for_model(model, context))
+    dtype = compute_dtype(options.precision, options.device, bundled_family=isinstance(model, NativeBackend))
+    return DecisionEngine(model, options.limits, context, grounder_for_model(model, context), dtype)

@@ -13,6 +13,8 @@ from .validation import Limits
 Retrieval = Literal["hybrid", "lexical", "leading"]  # dense + BM25 spans, BM25 spans, the document's first tokens
 RETRIEVALS: tuple[str, ...] = get_args(Retrieval)
 MODES: tuple[str, ...] = get_args(Mode)
+Precision = Literal["auto", "float32", "bfloat16"]  # what forward passes compute in (precision.py)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,13 @@ class EngineOptions:
     mask_token_id: int | None = None  # masked diffusion LLMs: the mask token, where config.json does not name it
     block_size: int | None = None  # masked diffusion LLMs: the diffusion block, where config.json does not give it
     loader: str | None = None  # masked diffusion LLMs: the transformers auto class to load with
+    precision: Precision = "auto"  # bfloat16 for the bundled model on a CPU that has it natively, else float32
 
     def __post_init__(self):
         if self.retrieval not in RETRIEVALS:
             raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, not {self.retrieval!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineOptions:
@@ -43,6 +48,7 @@ class EngineOptions:
             mask_token_id=getattr(args, "mask_token_id", None),
             block_size=getattr(args, "block_size", None),
             loader=getattr(args, "loader", None),
+            precision=getattr(args, "precision", "auto"),
             limits=Limits(
                 max_document_chars=args.max_document_chars,
                 max_rules=args.max_rules,
@@ -71,6 +77,10 @@ def add_engine_arguments(
         "--retrieval", choices=RETRIEVALS, default=defaults.retrieval, help="how document context is chosen"
     )
     if model:
+        parser.add_argument(
+            "--precision", choices=PRECISIONS, default=defaults.precision,
+            help="what forward passes compute in (auto: bfloat16 for the bundled model on a CPU that has it natively)",
+        )
         parser.add_argument(
             "--max-document-chars", type=int, default=defaults.limits.max_document_chars,
             help="longer documents are refused",

@@ -111,6 +111,7 @@ class DecisionResponse(msgspec.Struct, omit_defaults=True):
 
     answers: list[Answer]
     mode: Mode
-    steps: int  # forward passes over answer blocks (summed over runs in independent mode)
+    steps: int  # denoising steps over answer blocks (summed over runs in independent mode)
+    passes: int  # of those steps, the ones that needed a forward pass (choosing a grounded value needs none)
     model: str
     timings_ms: dict[str, float]

@@ -45,6 +45,8 @@ def decide_samples(engine) -> dict:
 
 if __name__ == "__main__":
     from decision_engine.factory import build_engine
+    from decision_engine.options import EngineOptions
 
-    FIXTURE.write_text(json.dumps(decide_samples(build_engine()), indent=1) + "\n")
+    engine = build_engine(EngineOptions(precision="float32"))  # float32 decides alike on every CPU
+    FIXTURE.write_text(json.dumps(decide_samples(engine), indent=1) + "\n")
     print(f"wrote {FIXTURE}")

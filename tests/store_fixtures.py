@@ -71,7 +71,7 @@ def make_response(
         )
         for i, (question_id, value) in enumerate(values.items())
     ]
-    return DecisionResponse(answers=answers, mode=mode, steps=steps, model=model, timings_ms={"total": 12.5})
+    return DecisionResponse(answers=answers, mode=mode, steps=steps, passes=steps, model=model, timings_ms={"total": 12.5})
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,9 @@ def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
     assert report["latency_warm_p50_ms"] == latency["warm_p50_ms"] > 0
     assert latency["cold_p50_ms"] <= latency["cold_p90_ms"] and latency["groups"] == 2
     for mode in ("joint", "independent", "sequential"):
-        assert report["passes_per_group"][mode] == report["best"][mode]["steps_per_group"] > 0
+        best = report["best"][mode]
+        assert report["passes_per_group"][mode] == best["passes_per_group"] > 0
+        assert report["steps_per_group"][mode] == best["steps_per_group"] >= best["passes_per_group"]
     assert ratios["triton_over_torch"] is None and report["kernels"] is None  # CUDA only
     for key, pair in ratios["by_batch_size"].items():
         assert pair["joint_over_independent"] == pytest.approx(

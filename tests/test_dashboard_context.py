@@ -47,7 +47,7 @@ def _response(values, confidences, timings, *, model, mode, evidence=None, text=
                 evidence=None if spans is None else [Evidence(s, e, text[s:e]) for s, e in spans],
             )
         )
-    return DecisionResponse(answers=answers, mode=mode, steps=2, model=model, timings_ms=timings)
+    return DecisionResponse(answers=answers, mode=mode, steps=2, passes=2, model=model, timings_ms=timings)
 
 
 @pytest.fixture

@@ -113,6 +113,23 @@ def test_the_model_never_reads_a_choice_token_and_a_confident_choice_costs_no_pa
     assert fake.calls == 0  # the choice is the only open position: no forward pass needed
 
 
+def test_a_step_that_only_chooses_values_counts_as_a_step_and_not_as_a_pass(vocab):
+    flat = lambda call, rows, ids: torch.zeros(ids.shape[0], ids.shape[1], 30522)  # noqa: E731
+    fake = FakeModel(vocab, flat)
+    amount = {"type": "integer", "minimum": 0, "maximum": 100000}
+    request = _request([
+        {"id": "flag", "text": "Was the deposit paid?", "schema": {"type": "boolean"}},
+        {"id": "deposit", "text": "How much was the deposit?", "schema": amount},
+        {"id": "rent", "text": "What is the rent?", "schema": amount},
+    ])
+    unsure = lambda values: torch.zeros(len(values) + 1)  # noqa: E731 - no choice passes the threshold
+    layout = lay_out(request, "joint", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(unsure))
+    run_denoising(fake, layout.blocks)
+    (block,) = layout.blocks
+    assert block.passes == fake.calls == 1  # the boolean needed the model once
+    assert block.steps == 3  # then each unsure choice took a step of its own, with no forward pass
+
+
 def test_write_lets_the_model_write_the_digits(vocab):
     def digits_of_77(call, rows, ids):
         logits = torch.zeros(ids.shape[0], ids.shape[1], 30522)

@@ -234,6 +234,7 @@ def test_a_kind_the_store_does_not_know_is_refused_before_anything_is_written(wo
         answers=[Answer(id=qid, value=True, confidence=1.0, step=1, fixed_by="model") for qid in ("permit", "valid")],
         mode="joint",
         steps=1,
+        passes=1,
         model="tiny",
         timings_ms={},
     )

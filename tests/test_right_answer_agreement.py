@@ -113,6 +113,7 @@ def _store_verdicts(session) -> dict[str, dict[str, bool]]:
             answers=[Answer(id=pair.id, value=pair.tricky, confidence=0.9, step=1, fixed_by="model")],
             mode="joint",
             steps=1,
+            passes=1,
             model="tiny",
             timings_ms={"total": 1.0},
         )

@@ -12,8 +12,9 @@ from sample_decisions import FIXTURE, decide_samples
 @pytest.fixture(scope="module")
 def bundled_engine():
     from decision_engine.factory import build_engine
+    from decision_engine.options import EngineOptions
 
-    return build_engine()
+    return build_engine(EngineOptions(precision="float32"))  # recorded in float32: the same on every CPU
 
 
 @pytest.fixture(scope="module")
@@ -35,3 +36,17 @@ def test_bundled_samples_decide_as_recorded(recorded, bundled_engine):
             ], f"{sample_id} in {mode} mode"
             for a, b in zip(got, answers):
                 assert a["confidence"] == pytest.approx(b["confidence"], abs=1e-4), f"{sample_id} {mode} {a['id']}"
+
+
+def test_bfloat16_decides_the_samples_as_float32_does(recorded):
+    from decision_engine.factory import build_engine
+    from decision_engine.options import EngineOptions
+
+    engine = build_engine(EngineOptions(precision="bfloat16"))
+    now = decide_samples(engine)["decisions"]
+    for sample_id, modes in recorded["decisions"].items():
+        for mode, answers in modes.items():
+            got = now[sample_id][mode]
+            assert [a["value"] for a in got] == [a["value"] for a in answers], f"{sample_id} in {mode} mode"
+            for a, b in zip(got, answers):
+                assert a["confidence"] == pytest.approx(b["confidence"], abs=0.02), f"{sample_id} {mode} {a['id']}"

@@ -258,6 +258,7 @@ def test_eval_contractnli_validation_reports_the_training_majority_baseline(smok
         assert report[mode]["prior_accuracy"] == expected["prior_accuracy"]
         assert report[mode]["prior_group_accuracy"] == expected["prior_group_accuracy"]
         assert 0 <= report[mode]["agrees_with_prior"] <= 1
+        assert 0 < report[mode]["mean_passes"] <= report[mode]["mean_steps"]
     assert main([*base, "--split", "all"]) == 0  # the training documents' own labels are no yardstick
     assert "prior_accuracy" not in json.loads(capsys.readouterr().out)["joint"]
 

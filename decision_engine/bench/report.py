@@ -80,7 +80,8 @@ def finish(result: dict[str, Any], *, device: str, device_name: str, model: str,
         "latency_cold_p50_ms": result["latency"]["cold_p50_ms"] if result.get("latency") else None,
         "latency_warm_p50_ms": result["latency"]["warm_p50_ms"] if result.get("latency") else None,
         # forward passes over answer blocks per eight-question group, at each mode's best batch size
-        "passes_per_group": {mode: best(rows)["steps_per_group"] for mode, rows in result["modes"].items()},
+        "passes_per_group": {mode: best(rows)["passes_per_group"] for mode, rows in result["modes"].items()},
+        "steps_per_group": {mode: best(rows)["steps_per_group"] for mode, rows in result["modes"].items()},
         "ratios": ratios(result),
     }
 

@@ -54,6 +54,7 @@ class _Tally:
     latencies: list[float] = field(default_factory=list)
     values: list[list[Any]] = field(default_factory=list)
     steps: int = 0
+    passes: int = 0
     seconds: float = 0.0
     split: TimeSplit = field(default_factory=TimeSplit)
 
@@ -66,6 +67,7 @@ class _Tally:
         self.latencies.extend([seconds] * len(chunk))
         self.values.extend([a.value for a in r.answers] for r in responses)
         self.steps += sum(r.steps for r in responses)
+        self.passes += sum(r.passes for r in responses)
         self.split.prefix_s += split.prefix_s
         self.split.block_s += split.block_s
         self.split.block_calls += split.block_calls
@@ -83,7 +85,8 @@ class _Tally:
             "questions_per_s": questions / seconds,
             "latency_p50_ms": percentile(self.latencies, 0.50) * 1e3,
             "latency_p95_ms": percentile(self.latencies, 0.95) * 1e3,
-            "steps_per_group": self.steps / len(requests),  # forward passes over answer blocks, summed over a group's blocks
+            "steps_per_group": self.steps / len(requests),  # denoising steps, summed over a group's blocks
+            "passes_per_group": self.passes / len(requests),  # of those, the steps that needed a forward pass
             # where a group's time goes: encoding prefixes, answer-block passes (shared by the batch), the rest
             "prefix_ms_per_group": split.prefix_s * per_group,
             "block_ms_per_group": split.block_s * per_group,

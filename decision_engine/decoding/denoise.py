@@ -51,7 +51,8 @@ class Block:
     numbers: list[int]  # slot number (1-based) the model sees for each slot
     prefix: PrefixInput
     sequential: bool = False
-    steps: int = 0
+    steps: int = 0  # denoising steps taken
+    passes: int = 0  # steps whose logits needed a forward pass of the model (not only the value chooser's)
     positions: list[tuple[int, int]] = field(default_factory=list)  # (slot, position) per block position
     last_logits: torch.Tensor | None = None  # (L, C) of the last step, over `last_columns`
     last_columns: Columns | None = None
@@ -257,6 +258,8 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
             row_of = {block_index: row for row, block_index in enumerate(cached)}
             cache, cached = cache.select([row_of[i] for i in active]), active
         columns = Columns.of(set().union(*(blocks[i].allowed_tokens() for i in active)))
+        for i in active:
+            blocks[i].passes += blocks[i].needs_model()
         logits = step_logits(model, cache, [blocks[i] for i in active], columns)  # (B, L, C)
         for row, i in enumerate(active):
             if blocks[i].open_positions():  # another block of its group may have filled it
