@@ -59,7 +59,7 @@ def integer_candidates(
     limit: int = MAX_CANDIDATES,
 ) -> list[Candidate]:
     """Copies of numbers and duration counts, days between dates, a + b, a - b, sums, p% of a."""
-    copies = [_step(mentions, "copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
+    copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
     groups = _amount_groups(mentions)
     percents = _distinct(mentions, lambda m: m.unit == "percent")[:PAIR_POOL]
     dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
@@ -68,22 +68,22 @@ def integer_candidates(
         if mentions[i].start != mentions[j].start:  # not two readings of one ambiguous date
             early, late = sorted((i, j), key=lambda k: mentions[k].value)
             days = (mentions[late].value - mentions[early].value).days
-            steps.append(_step(mentions, "days_between", days, early, late))
+            steps.append(_step("days_between", days, early, late))
     for amounts in groups.values():
         for i, j in combinations(amounts, 2):
             a, b = mentions[i].value, mentions[j].value
-            steps.append(_step(mentions, "add", a + b, i, j))
+            steps.append(_step("add", a + b, i, j))
             big, small = (i, j) if a > b else (j, i)
-            steps.append(_step(mentions, "subtract", abs(a - b), big, small))
+            steps.append(_step("subtract", abs(a - b), big, small))
         for size in (3, 4):
             for terms in combinations(amounts[:SUM_POOL], size):
-                steps.append(_step(mentions, "sum", sum(mentions[k].value for k in terms), *terms))
+                steps.append(_step("sum", sum(mentions[k].value for k in terms), *terms))
     for p in percents:
         for a in groups.get("number", []):
             # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
             value = (2 * mentions[p].value * mentions[a].value + 100) // 200
-            steps.append(_step(mentions, "percent_of", value, p, a))
-    return _finish(copies, steps, _within(minimum, maximum), limit)
+            steps.append(_step("percent_of", value, p, a))
+    return _finish(mentions, copies, steps, _within(minimum, maximum), limit)
 
 
 def date_candidates(
@@ -93,7 +93,7 @@ def date_candidates(
     limit: int = MAX_CANDIDATES,
 ) -> list[Candidate]:
     """Copies of dates, and each date plus or minus each duration."""
-    copies = [_step(mentions, "copy", m.value, i) for i, m in enumerate(mentions) if m.kind == "date"]
+    copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind == "date"]
     dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
     durations = _distinct(mentions, lambda m: m.kind == "duration", key=lambda m: (m.value, m.unit, m.business))
     steps = []
@@ -105,8 +105,8 @@ def date_candidates(
                     value = shift(day.value, sign * duration.value, duration.unit, duration.business)
                 except OverflowError:
                     continue  # past the ends of the calendar
-                steps.append(_step(mentions, operation, value, d, u))
-    return _finish(copies, steps, _within(low, high), limit)
+                steps.append(_step(operation, value, d, u))
+    return _finish(mentions, copies, steps, _within(low, high), limit)
 
 
 def covers(candidates: Iterable[Candidate], value: int | dt.date) -> bool:
@@ -114,8 +114,11 @@ def covers(candidates: Iterable[Candidate], value: int | dt.date) -> bool:
     return any(type(c.value) is type(value) and c.value == value for c in candidates)
 
 
-def _step(mentions: Sequence[Mention], operation: str, value: int | dt.date, *operands: int) -> Candidate:
-    return Candidate(value, operation, operands, tuple(_term(mentions[i]) for i in operands))
+_Step = tuple  # (value, operation, operands): a candidate before it is kept and written out
+
+
+def _step(operation: str, value: int | dt.date, *operands: int) -> _Step:
+    return value, operation, operands
 
 
 def _term(mention: Mention) -> str:
@@ -163,15 +166,23 @@ def _within(low, high) -> Callable[[object], bool]:
     return lambda value: (low is None or value >= low) and (high is None or value <= high)
 
 
-def _finish(copies: list[Candidate], steps: list[Candidate], allowed: Callable, limit: int) -> list[Candidate]:
-    """Copies, then steps in their fixed order; in bounds, first derivation of a value, capped."""
-    steps.sort(key=lambda c: (max(c.operands), _RANK[c.operation], c.operands))
-    kept: list[Candidate] = []
+def _finish(
+    mentions: Sequence[Mention], copies: list[_Step], steps: list[_Step], allowed: Callable, limit: int
+) -> list[Candidate]:
+    """Copies, then steps in their fixed order; in bounds, first derivation of a value, capped; only
+    the kept ones are written out as candidates."""
+    steps.sort(key=lambda c: (max(c[2]), _RANK[c[1]], c[2]))
+    kept: list[_Step] = []
     seen: set = set()
-    for candidate in copies + steps:
+    for step in copies + steps:
         if len(kept) >= limit:
             break
-        if candidate.value not in seen and allowed(candidate.value):
-            seen.add(candidate.value)
-            kept.append(candidate)
-    return kept
+        if step[0] not in seen and allowed(step[0]):
+            seen.add(step[0])
+            kept.append(step)
+    terms: dict[int, str] = {}
+    for _, _, operands in kept:
+        for i in operands:
+            if i not in terms:
+                terms[i] = _term(mentions[i])
+    return [Candidate(value, operation, operands, tuple(terms[i] for i in operands)) for value, operation, operands in kept]
