@@ -23,7 +23,7 @@ def test_report_has_the_contract_fields_and_ratios_of_its_figures(tiny_backend):
     report = json.loads(json.dumps(benchmark(
         DecisionEngine(tiny_backend), 2, BenchConfig(batch_sizes=(1, 2), cache_groups=1, latency_groups=2), device="cpu", quick=True
     )))  # fmt: skip
-    for key in ("device", "commit", "date", "model", "modes", "prefix_cache", "ratios", "best", "workload"):
+    for key in ("device", "precision", "commit", "date", "model", "modes", "prefix_cache", "ratios", "best", "workload"):
         assert key in report
     assert report["device"] == "cpu" and report["model"] == "tiny-random"
     assert report["commit"] is None or len(report["commit"]) == 40

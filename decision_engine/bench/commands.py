@@ -47,7 +47,8 @@ def benchmark(engine, groups: int, config, *, device: str, quick: bool) -> dict:
     }
     result = run_bench(engine, requests, config)
     return finish(
-        result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick
+        result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick,
+        precision=str(engine.dtype).removeprefix("torch."),
     )
 
 

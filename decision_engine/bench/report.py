@@ -65,11 +65,21 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def finish(result: dict[str, Any], *, device: str, device_name: str, model: str, workload: dict, quick: bool) -> dict:
+def finish(
+    result: dict[str, Any],
+    *,
+    device: str,
+    device_name: str,
+    model: str,
+    workload: dict,
+    quick: bool,
+    precision: str = "float32",
+) -> dict:
     """The JSON report: metadata, the raw figures, the best batch size per mode and the ratios."""
     return {
         "device": device,
         "device_name": device_name,
+        "precision": precision,  # what the forward passes computed in
         "commit": git_commit(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": model,
@@ -93,7 +103,8 @@ def _ratio(value: float | None) -> str:
 def to_text(report: dict[str, Any]) -> str:
     lines = [
         f"decision-engine bench  {report['date']}  commit {(report['commit'] or 'unknown')[:12]}  "
-        f"device {report['device']} ({report['device_name']})  model {report['model']}",
+        f"device {report['device']} ({report['device_name']})  model {report['model']}  "
+        f"precision {report.get('precision', 'float32')}",
         f"workload: {report['workload']['groups']} groups x {report['workload']['questions_per_group']} questions, "
         f"documents of {report['workload']['mean_document_chars']:.0f} characters on average "
         f"({report['workload']['source']})",

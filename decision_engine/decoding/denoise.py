@@ -258,11 +258,11 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
             row_of = {block_index: row for row, block_index in enumerate(cached)}
             cache, cached = cache.select([row_of[i] for i in active]), active
         columns = Columns.of(set().union(*(blocks[i].allowed_tokens() for i in active)))
-        for i in active:
-            blocks[i].passes += blocks[i].needs_model()
+        needed = [blocks[i].needs_model() for i in active]  # before this step's commits change what is open
         logits = step_logits(model, cache, [blocks[i] for i in active], columns)  # (B, L, C)
         for row, i in enumerate(active):
             if blocks[i].open_positions():  # another block of its group may have filled it
+                blocks[i].passes += needed[row]
                 denoise_step(blocks[i], logits[row, : len(blocks[i].positions)], columns)
     for i in live:
         if blocks[i].open_positions():
