@@ -112,6 +112,8 @@ class DecisionResponse(msgspec.Struct, omit_defaults=True):
     answers: list[Answer]
     mode: Mode
     steps: int  # denoising steps over answer blocks (summed over runs in independent mode)
-    passes: int  # of those steps, the ones that needed a forward pass (choosing a grounded value needs none)
     model: str
     timings_ms: dict[str, float]
+    # Of those steps, the ones that needed a forward pass (choosing a grounded value needs none); absent
+    # where unknown: the store does not keep it, so a replayed decision has none.
+    passes: int | None = None

@@ -36,6 +36,7 @@ def _created(decision_id: str, decided: DecisionResponse | StoredDecision) -> De
         answers=decided.answers,
         mode=decided.mode,
         steps=decided.steps,
+        passes=getattr(decided, "passes", None),  # a decision read back from the store has none
         model=decided.model,
         timings_ms=decided.timings_ms,
     )
