@@ -192,3 +192,47 @@ def test_candidate_features_measure_how_far_apart_the_operands_are_written():
     assert abs(far[1] - math.log1p(days - march) / 8) < 1e-6 and abs(near[1] - math.log1p(may - days) / 8) < 1e-6
     assert far[2] == 1.0 and near[2] == 0.0  # the date written before the duration, or after it
     assert steps["copy 2024-03-08"][:3] == [0.0, 0.0, 0.0]  # a copy has one operand
+
+
+def test_relevance_features_say_which_mentions_the_pointer_lays_beside_the_question():
+    from decision_engine.reader.value_chooser import relevance_features
+
+    mentions = find_mentions(DOCUMENT)
+    lines = [(DOCUMENT.index(line), DOCUMENT.index(line) + len(line)) for line in DOCUMENT.split("\n")]
+    ranked = [lines[2], lines[1]]  # the notice line first, then the deposit line; the tenant's line unranked
+    rows = {m.text: row for m, row in zip(mentions, relevance_features(mentions, ranked, shown=[lines[2]]).tolist())}
+    assert rows["30 days"] == [1.0, 1.0]  # laid beside the question, in its best span
+    assert rows["$1,450"] == [0.0, 0.5]  # in its second span, not laid beside it
+    assert rows["2 May 2024"] == [0.0, 0.0]  # nowhere the pointer looks
+    assert relevance_features(mentions).abs().sum() == 0  # no pointer: nothing to say
+
+
+def test_the_grounder_reads_the_pointed_evidence_of_each_question(tiny_backend):
+    from decision_engine.retrieval.pointed import QuestionEvidence
+
+    class Pointer:
+        """Points every question at the notice line only."""
+
+        def __init__(self):
+            self.asked = []
+
+        def question_evidence(self, document, questions):
+            self.asked.append(list(questions))
+            line = (document.index("The rent"), document.index("The tenant gave"))
+            return [QuestionEvidence([line], [line]) for _ in questions]
+
+    pointer = Pointer()
+    seen = []
+    chooser = ValueChooser()
+    real_forward = chooser.forward
+    chooser.forward = lambda q, mentions, *rest: seen.append(mentions) or real_forward(q, mentions, *rest)
+    grounder = Grounder(chooser, pointer=pointer)
+    request = _request([
+        {"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}},
+        {"id": "flag", "text": "Was it paid?", "schema": {"type": "boolean"}},
+    ])
+    lay_out(request, "joint", tiny_backend.vocab, LeadingContext(tiny_backend.vocab), 512, grounder=grounder)
+    assert pointer.asked == [["How much was the deposit?"]]  # only grounded questions are pointed
+    (features,) = seen
+    inside = {m.text: float(features[0, i, -2]) for i, m in enumerate(find_mentions(DOCUMENT))}
+    assert inside["900"] == inside["30 days"] == 1.0 and inside["$1,450"] == 0.0

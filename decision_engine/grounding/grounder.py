@@ -9,7 +9,7 @@ import torch
 
 from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
-from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features
+from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
 from .mentions import find_mentions
 from .slot_candidates import candidate_text, is_grounded, slot_candidates
@@ -18,11 +18,12 @@ from .slot_candidates import candidate_text, is_grounded, slot_candidates
 class Grounder:
     """Turns integer and date slots with candidates into grounded slots; other slots pass through."""
 
-    def __init__(self, chooser: ValueChooser, embedder=None):
+    def __init__(self, chooser: ValueChooser, embedder=None, pointer=None):
         from ..retrieval.embedder import SpanEmbedder
 
         self.chooser = chooser.eval()
         self.embedder = embedder or SpanEmbedder()
+        self.pointer = pointer  # a context with `question_evidence` (retrieval/pointed.py), or None
 
     def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]:
         out = list(spaces)
@@ -33,15 +34,18 @@ class Grounder:
         if not mentions:
             return out
         features = mention_features(self.embedder, document, mentions)
-        vectors = self.embedder.embed_questions([questions[i].text for i in asked])
-        for i, vector in zip(asked, vectors):
+        texts = [questions[i].text for i in asked]
+        vectors = self.embedder.embed_questions(texts)
+        looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
+        for i, vector, evidence in zip(asked, vectors, looked):
             candidates = slot_candidates(questions[i].schema, mentions)
             if not candidates:
                 continue
             table = CandidateTable.of(candidates, mentions)
             with torch.no_grad():
+                seen = question_mention_features(features, mentions, evidence)
                 logits = self.chooser(
-                    vector[None], features[None], table.operations[None], table.operands[None], table.features[None],
+                    vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                     torch.ones((1, len(candidates)), dtype=torch.bool),
                 )[0]
             values = [candidate_text(c) for c in candidates]
@@ -62,8 +66,10 @@ def grounded_evidence(space: SlotSpace, pattern: Sequence[int | None], confidenc
 
 def grounder_for_model(model, context=None) -> Grounder | None:
     """The grounder of a model with a value chooser (None for others), sharing the context's sentence
-    encoder where it has one, so the base encoder loads once."""
+    encoder where it has one, so the base encoder loads once, and its span pointer's evidence where
+    it has one (the chooser reads which mentions it lays beside each question)."""
     chooser = getattr(model, "value_chooser", None)
     if chooser is None:
         return None
-    return Grounder(chooser, getattr(context, "embedder", None))
+    pointer = context if hasattr(context, "question_evidence") else None
+    return Grounder(chooser, getattr(context, "embedder", None), pointer)

@@ -27,7 +27,8 @@ DIM = 384  # the base sentence encoder's width
 MENTION_DIM = 2 * DIM  # see retrieval.embedder.MENTION_DIM
 KIND_FEATURES = 6 + len(DURATION_UNITS)  # date, number, percent, money, business, ambiguous, then the unit
 PLACE_FEATURES = 7  # where a mention stands among the document's values (see `place_features`)
-MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES
+RELEVANCE_FEATURES = 2  # whether the span pointer lays the mention beside the question (see `relevance_features`)
+MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES + RELEVANCE_FEATURES
 CANDIDATE_FEATURES = 5  # how a candidate's operands lie in the text (see `candidate_features`)
 RANK = 64  # width of each operand role's bilinear form
 ROLES = 2  # per operation: the first operand, and every later one
@@ -73,11 +74,34 @@ def place_features(mentions: Sequence[Mention], text_length: int) -> torch.Tenso
 
 
 def mention_features(embedder, text: str, mentions: Sequence[Mention]) -> torch.Tensor:
-    """(M, MENTION_FEATURES) what the chooser reads of each mention: its vectors from the sentence
-    encoder (`SpanEmbedder.embed_mentions`, cached per document), its kind and its place."""
+    """(M, MENTION_FEATURES - RELEVANCE_FEATURES) what the chooser reads of each mention whatever the
+    question: its vectors from the sentence encoder (`SpanEmbedder.embed_mentions`, cached per
+    document), its kind and its place (`question_mention_features` adds each question's view)."""
     return torch.cat(
         [embedder.embed_mentions(text, mentions), kind_features(mentions), place_features(mentions, len(text))], dim=1
     )
+
+
+def relevance_features(mentions: Sequence[Mention], ranked: Sequence[tuple[int, int]] = (),
+                       shown: Sequence[tuple[int, int]] = ()) -> torch.Tensor:
+    """(M, RELEVANCE_FEATURES) what the span pointer says of each mention for one question: whether it
+    lies in the evidence laid beside the question (`shown`, character ranges), and 1 / (1 + rank) of
+    the span holding it among the question's best spans (`ranked`, best first; 0 past them). Without
+    a pointer both are 0."""
+    rows = []
+    for m in mentions:
+        inside = float(any(a <= m.start and m.end <= b for a, b in shown))
+        rank = next((r for r, (a, b) in enumerate(ranked) if a <= m.start and m.end <= b), None)
+        rows.append([inside, 0.0 if rank is None else 1 / (1 + rank)])
+    return torch.tensor(rows, dtype=torch.float32).reshape(len(mentions), RELEVANCE_FEATURES)
+
+
+def question_mention_features(document_features: torch.Tensor, mentions: Sequence[Mention], evidence=None) -> torch.Tensor:
+    """(M, MENTION_FEATURES) one question's view of the mentions: the document's `mention_features`
+    without the relevance columns, then `relevance_features` from that question's `evidence`
+    (a `QuestionEvidence`, or None)."""
+    relevance = relevance_features(mentions, *(() if evidence is None else (evidence.ranked, evidence.shown)))
+    return torch.cat([document_features, relevance], dim=1)
 
 
 def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> torch.Tensor:

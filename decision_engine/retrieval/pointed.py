@@ -46,6 +46,18 @@ def pointer_features(embedder: SpanEmbedder, document: str, questions: Sequence[
     return PointerFeatures(spans, span_vectors, question_vectors, torch.as_tensor(lexical, dtype=torch.float32))
 
 
+RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
+
+
+@dataclass
+class QuestionEvidence:
+    """Where the pointer looks for one question: its best spans (character ranges, best first) and
+    the ones laid beside it (in document order)."""
+
+    ranked: list[tuple[int, int]]
+    shown: list[tuple[int, int]]
+
+
 class PointedContext:
     """The engine's context builder for a model with a span pointer: per-question evidence."""
 
@@ -62,23 +74,42 @@ class PointedContext:
         self.evidence_tokens = evidence_tokens
 
     def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
-        features = pointer_features(self.embedder, document, questions)
-        if not features.spans:
+        spans, probs, rankings, chosen, tokens = self._point(document, questions)
+        if not spans:
             empty = [[] for _ in questions]
             return ContextChoice([], [], [[] for _ in questions], per_question=empty, question_ranges=[[] for _ in questions])
+        per_question, question_ranges, evidence = [], [], []
+        for row, ranking, picked in zip(probs, rankings, chosen):
+            per_question.append([t for s in sorted(picked) for t in tokens[s]][: self.evidence_tokens])
+            question_ranges.append([(spans[s].start, spans[s].end) for s in sorted(picked)])
+            evidence.append([_evidence(spans[s], row[s]) for s in ranking[:EVIDENCE_SPANS]])
+        shown = sorted({r for ranges in question_ranges for r in ranges})
+        return ContextChoice([], shown, evidence, per_question=per_question, question_ranges=question_ranges)
+
+    def question_evidence(self, document: str, questions: Sequence[str]) -> list[QuestionEvidence]:
+        """Per question, its best spans and the ones laid beside it, as `__call__` lays them out."""
+        spans, _, rankings, chosen, _ = self._point(document, questions)
+        return [
+            QuestionEvidence(
+                [(spans[s].start, spans[s].end) for s in ranking[:RANKED_SPANS]],
+                [(spans[s].start, spans[s].end) for s in sorted(picked)],
+            )
+            for ranking, picked in zip(rankings, chosen)
+        ]
+
+    def _point(self, document: str, questions: Sequence[str]):
+        """The document's spans, the pointer's (Q, S) probabilities, each question's ranking and the
+        spans chosen for it, and the chosen spans' tokens."""
+        features = pointer_features(self.embedder, document, questions)
+        if not features.spans:
+            return [], [], [[] for _ in questions], [[] for _ in questions], {}
         with torch.no_grad():
             logits = self.pointer(features.question_vectors, features.span_vectors, features.lexical)
         probs = logits.float().softmax(dim=-1).cpu().numpy()  # (Q, S)
         tokens: dict[int, list[int]] = {}
-        per_question, question_ranges, evidence = [], [], []
-        for row in probs:
-            ranking = np.argsort(-row, kind="stable")
-            chosen = self._fill(features.spans, ranking, tokens)
-            per_question.append([t for s in sorted(chosen) for t in tokens[s]][: self.evidence_tokens])
-            question_ranges.append([(features.spans[s].start, features.spans[s].end) for s in sorted(chosen)])
-            evidence.append([_evidence(features.spans[s], row[s]) for s in ranking[:EVIDENCE_SPANS]])
-        shown = sorted({r for ranges in question_ranges for r in ranges})
-        return ContextChoice([], shown, evidence, per_question=per_question, question_ranges=question_ranges)
+        rankings = [np.argsort(-row, kind="stable").tolist() for row in probs]
+        chosen = [self._fill(features.spans, np.asarray(ranking), tokens) for ranking in rankings]
+        return features.spans, probs, rankings, chosen, tokens
 
     def _fill(self, spans: list[Span], ranking: np.ndarray, tokens: dict[int, list[int]]) -> list[int]:
         """The best-ranked spans that fit the evidence budget together (the best one always, cut to fit)."""

@@ -205,7 +205,10 @@ def train(
         if saved is None:
             from .value_choice import fit_value_chooser
 
-            choosing = fit_value_chooser(model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log)
+            pointed = context if model.span_pointer is not None else None
+            choosing = fit_value_chooser(
+                model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log, pointer=pointed
+            )
         else:
             choosing = saved.summary["value_chooser"]
             for p in model.value_chooser.parameters():

@@ -22,6 +22,7 @@ from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
 from ..reader.value_chooser import (
     CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
+    question_mention_features,
 )
 from ..retrieval.embedder import SpanEmbedder
 from ..types import AnswerSchema
@@ -50,8 +51,9 @@ def gold_value(schema: AnswerSchema, label):
         return None
 
 
-def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder) -> list[ChoiceExample]:
-    """Examples from labelled request lines: one per integer or date question with a label."""
+def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ChoiceExample]:
+    """Examples from labelled request lines: one per integer or date question with a label; with
+    `pointer` (a context with `question_evidence`), each question's mentions carry where it points."""
     out = []
     for line in lines:
         labels = line.get("labels") or {}
@@ -65,12 +67,15 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder) -> list[Choic
         text = line["document"]["text"]
         mentions = find_mentions(text)
         features = mention_features(embedder, text, mentions)
-        vectors = embedder.embed_questions([t for t, _, _ in asked])
-        for vector, (_, schema, gold) in zip(vectors, asked):
+        texts = [t for t, _, _ in asked]
+        vectors = embedder.embed_questions(texts)
+        looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
+        for vector, evidence, (_, schema, gold) in zip(vectors, looked, asked):
             candidates = slot_candidates(schema, mentions)
             right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
             target = torch.tensor([*right, not any(right)], dtype=torch.bool)
-            out.append(ChoiceExample(vector, features, CandidateTable.of(candidates, mentions), target))
+            seen = question_mention_features(features, mentions, evidence)
+            out.append(ChoiceExample(vector, seen, CandidateTable.of(candidates, mentions), target))
     return out
 
 
@@ -159,17 +164,19 @@ def fit_value_chooser(
     seed: int,
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
+    pointer=None,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups, then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
-    lines where there are any."""
+    lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
+    None for a model without a span pointer."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
     torch.manual_seed(seed)
     lines = generate_groups("train", groups, seed=CHOOSER_SEED + seed)
-    embedder = SpanEmbedder(cache_size=0)
-    examples = choice_examples(lines, embedder)
+    embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
+    examples = choice_examples(lines, embedder, pointer)
     log(f"chooser: {len(examples)} integer and date questions from {groups} groups ({time.monotonic() - started:.0f} s)")
     chooser.train()
     fitted = train_chooser(chooser, examples, epochs, seed, log=log)
@@ -177,7 +184,7 @@ def fit_value_chooser(
     for p in chooser.parameters():
         p.requires_grad_(False)
     if held_out:
-        checked = choice_examples(held_out, embedder)
+        checked = choice_examples(held_out, embedder, pointer)
         fitted["held_out"] = {"questions": len(checked), **choice_accuracy(chooser, checked)}
         log(f"chooser accuracy on {len(checked)} held-out questions: {fitted['held_out']['accuracy']:.3f}")
     return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
@@ -200,6 +207,12 @@ def add_value_chooser(
 
     saved, meta = checkpoint_config(folder)
     model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
-    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out)
+    pointer = None
+    if model.span_pointer is not None:
+        from ..backends.native import model_vocabulary
+        from ..retrieval.pointed import PointedContext
+
+        pointer = PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer)
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted
