@@ -101,6 +101,47 @@ def test_modes_take_turns_batch_by_batch(tiny_backend, monkeypatch):
         assert values == runner.measure(engine, requests, mode, 2)[1]  # the same decisions as a mode alone
 
 
+def test_each_mode_reads_the_documents_afresh(tiny_backend, monkeypatch):
+    requests = [request_from_object(line) for line in build_workload(2, seed=5, target_chars=2000)]
+    engine = DecisionEngine(tiny_backend)
+    events = []
+    monkeypatch.setattr(runner, "clear_document_cache", lambda e: events.append("clear"))
+    decide_many = engine.decide_many
+    monkeypatch.setattr(engine, "decide_many", lambda chunk, mode: events.append(mode) or decide_many(chunk, mode))
+    runner.measure_modes(engine, requests, ["joint", "independent"], 2)
+    assert events == ["clear", "joint", "clear", "independent"]  # no mode finds what another one read
+
+
+def test_cache_comparison_takes_turns_in_the_engines_precision(tiny_backend, monkeypatch):
+    import torch
+
+    requests = [request_from_object(line) for line in build_workload(3, seed=5, target_chars=2000)]
+    engine = DecisionEngine(tiny_backend, dtype=torch.bfloat16)
+    uncached = DecisionEngine(UncachedBackend(tiny_backend), dtype=torch.bfloat16)
+    order = []
+    for name, e in (("on", engine), ("off", uncached)):
+        decide_many = e.decide_many
+        monkeypatch.setattr(e, "decide_many", lambda chunk, mode, d=decide_many, n=name: order.append(n) or d(chunk, mode))
+    on, on_values, off, off_values = runner.measure_cache_on_off(engine, uncached, requests, 1)
+    assert order == ["on", "off", "off", "on", "on", "off"]
+    assert on["groups"] == off["groups"] == 3 and on_values == off_values
+    monkeypatch.undo()
+    seen = []
+
+    def fake_cache_on_off(cached, uncached, requests, batch_size):
+        seen.append(uncached.dtype)
+        return {"groups_per_s": 1.0}, [], {"groups_per_s": 1.0}, []
+
+    monkeypatch.setattr(runner, "measure_cache_on_off", fake_cache_on_off)
+    rows = {m: [{"batch_size": 1, "groups_per_s": 1.0}] for m in ("joint", "independent", "sequential")}
+    monkeypatch.setattr(runner, "sweep", lambda *args, **kwargs: rows)
+    monkeypatch.setattr(
+        "decision_engine.bench.latency_split.cold_and_warm", lambda e, r: {"cold_p50_ms": 1.0, "warm_p50_ms": 1.0}
+    )
+    runner.run_bench(engine, requests, BenchConfig.quick(), log=lambda line: None)
+    assert seen == [torch.bfloat16]  # the uncached side computes as the cached one does
+
+
 def test_workload_has_eight_questions_over_contract_size_documents():
     lines = build_workload(4)
     assert lines == build_workload(4)

@@ -12,16 +12,7 @@ from collections.abc import Sequence
 
 from ..engine import DecisionEngine
 from ..types import DecisionRequest
-from .runner import decided, percentile
-
-
-def clear_document_cache(engine: DecisionEngine) -> None:
-    documents = getattr(engine.model, "documents", None)  # only reading backends keep one
-    if documents is not None:
-        documents.clear()
-    embedder = getattr(engine.context, "embedder", None)  # a span pointer's per-document span vectors
-    if embedder is not None:
-        embedder.clear_cache()
+from .runner import clear_document_cache, decided, percentile
 
 
 def cold_and_warm(engine: DecisionEngine, requests: Sequence[DecisionRequest], mode: str = "joint") -> dict:
