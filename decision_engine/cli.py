@@ -232,6 +232,8 @@ def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:
     from .retrieval.builder import RetrievalContext
     from .retrieval.gold_first import GoldFirstRetriever, gold_evidence
 
+    if hasattr(engine.context, "question_evidence"):
+        return "needs a model that retrieves its context; this one lays out each question's evidence with its span pointer"
     if not isinstance(engine.context, RetrievalContext):
         return f"needs --retrieval hybrid or lexical, not {retrieval}"
     gold = {}

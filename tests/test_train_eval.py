@@ -219,6 +219,12 @@ def test_eval_gold_evidence_first_needs_evidence_and_ranked_retrieval(smoke_chec
     assert "carry no gold evidence" in capsys.readouterr().err
 
 
+def test_eval_gold_evidence_first_says_a_pointing_model_has_no_retrieval_to_rank(tmp_path, capsys):
+    path, args = _evidence_line(tmp_path)  # the bundled model: its span pointer lays out the evidence
+    assert main([*args, "--retrieval", "lexical", "--gold-evidence-first"]) == 2
+    assert "lays out each question's evidence with its span pointer" in capsys.readouterr().err
+
+
 def _contractnli_file(tmp_path: Path, documents: int = 10) -> Path:
     """A ContractNLI-format file whose hypotheses mostly keep one label across documents."""
     keys = ["nda-1", "nda-2", "nda-3"]
