@@ -46,6 +46,7 @@ class TrainConfig:
     segments_read_alone: bool = False  # with points_at_spans: each question's prefix reads only itself and its evidence
     pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains
     pointer_identity_penalty: float = 1e-3  # weight of ||W - I||^2 holding the pointer's form near cosine ranking
+    pointer_folds: int = 0  # k >= 2: each ContractNLI training document laid out by a pointer fitted on the other folds (cross_fitting.py)
     contrastive_share: float = 0.0  # per ContractNLI pass, the share of documents also given with some evidence cut out
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
     chooser_groups: int = 1000  # generated training groups the chooser learns from (their integer and date questions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -109,25 +109,50 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
     """Train the model's span pointer on the gold evidence of the training documents (unless `fit` is
     False: a resumed run's is trained already), freeze it, and return the context builder that lays
     out training examples with it, and what the fit measured."""
+    from ..reader.span_pointer import SpanPointer
     from ..retrieval.embedder import SpanEmbedder
     from ..retrieval.pointed import PointedContext
     from .pointer import pointer_examples, train_pointer
 
     embedder = SpanEmbedder(cache_size=4096)  # every training document stays embedded across epochs
     pointer = model.span_pointer.cpu()
-    lines = evidenced_lines(cfg) if fit else []
-    if cfg.pointer_epochs and lines:
-        pointer.train()
-        fitted = train_pointer(
-            pointer, pointer_examples(lines, embedder), cfg.pointer_epochs, cfg.seed, log=log,
-            identity_penalty=cfg.pointer_identity_penalty,
+    lines = evidenced_lines(cfg) if fit or cfg.pointer_folds else []
+
+    def fitted_on(chosen: Sequence[dict], into: SpanPointer, quiet: bool = False) -> dict:
+        into.train()
+        summary = train_pointer(
+            into, pointer_examples(chosen, embedder), cfg.pointer_epochs, cfg.seed,
+            log=(lambda line: None) if quiet else log, identity_penalty=cfg.pointer_identity_penalty,
         )
-    else:
-        fitted = {"examples": 0, "epochs": 0}
+        frozen(into)
+        return summary
+
+    def fresh(chosen: Sequence[dict]) -> SpanPointer:
+        pointer = SpanPointer()
+        fitted_on(chosen, pointer, quiet=True)
+        return pointer
+
+    fitted = fitted_on(lines, pointer) if fit and cfg.pointer_epochs and lines else {"examples": 0, "epochs": 0}
+    frozen(pointer)
+    context = PointedContext(vocab, pointer, embedder)
+    if cfg.pointer_folds and lines:  # fitted again on a resumed run too: the same seed gives the same folds
+        from .cross_fitting import cross_fitted
+        from .pointer import hit_at_1
+
+        with torch.random.fork_rng():  # the folds draw nothing the reader's training would otherwise draw
+            context, folds = cross_fitted(
+                context, lines, cfg.pointer_folds, fresh,
+                lambda p, chosen: hit_at_1(p, pointer_examples(chosen, embedder)), cfg.seed, log,
+            )
+        if fit:
+            fitted["cross_fitting"] = folds
+    return context, fitted
+
+
+def frozen(pointer) -> None:
     pointer.eval()
     for p in pointer.parameters():
         p.requires_grad_(False)
-    return PointedContext(vocab, pointer, embedder), fitted
 
 
 def evidenced_lines(cfg: TrainConfig, held_out: bool = False) -> list[dict]:
@@ -199,7 +224,11 @@ def train(
         context, pointing = fit_pointer(cfg, model, vocab, log, fit=saved is None)
         if saved is not None:  # what the first run's fit measured
             pointing = saved.summary["pointer"]
-        spec = replace(spec, pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()})
+        spec = replace(
+            spec,
+            pointer={k: v.detach().cpu().clone() for k, v in model.span_pointer.state_dict().items()},
+            pointer_folds=context.fold_states() if hasattr(context, "fold_states") else None,
+        )
     choosing = None
     if model.value_chooser is not None:
         if saved is None:

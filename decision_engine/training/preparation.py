@@ -34,6 +34,7 @@ class LayoutSpec:
     split_digits: bool  # how the model reads numbers
     retrieval: str  # "leading", "lexical" or "hybrid"
     pointer: dict | None = None  # a trained span pointer's state: each question's own evidence (retrieval/pointed.py)
+    pointer_folds: list | None = None  # cross-fitting: each fold's pointer state and document keys (cross_fitting.py)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None, context: Conte
     `context`, when given, is the one `spec` describes already built (a worker builds its own)."""
     vocab = vocab or Vocabulary.from_tokenizer(base_tokenizer(), split_digits=spec.split_digits)
     if context is None and spec.pointer is not None:
-        context = pointed_context(vocab, spec.pointer)
+        context = pointed_context(vocab, spec.pointer, spec.pointer_folds)
     # Training needs no evidence, so documents that fit whole are not ranked.
     context = context or context_for(spec.retrieval, vocab, evidence_per_question=0)
     return partial(
@@ -57,15 +58,24 @@ def layout_for(spec: LayoutSpec, vocab: Vocabulary | None = None, context: Conte
     )
 
 
-def pointed_context(vocab: Vocabulary, pointer_state: dict) -> ContextBuilder:
-    """Per-question evidence from a frozen span pointer, every training document's vectors kept."""
+def pointed_context(vocab: Vocabulary, pointer_state: dict, folds: list | None = None) -> ContextBuilder:
+    """Per-question evidence from a frozen span pointer, every training document's vectors kept; with
+    `folds` (state, document keys), those documents laid out by their fold's pointer instead."""
     from ..reader.span_pointer import SpanPointer
     from ..retrieval.embedder import SpanEmbedder
     from ..retrieval.pointed import PointedContext
 
-    pointer = SpanPointer()
-    pointer.load_state_dict(pointer_state)
-    return PointedContext(vocab, pointer.eval(), SpanEmbedder(cache_size=4096))
+    def pointer_from(state: dict) -> SpanPointer:
+        pointer = SpanPointer()
+        pointer.load_state_dict(state)
+        return pointer.eval()
+
+    context = PointedContext(vocab, pointer_from(pointer_state), SpanEmbedder(cache_size=4096))
+    if not folds:
+        return context
+    from .cross_fitting import CrossFittedContext
+
+    return CrossFittedContext(context, [(pointer_from(state), keys) for state, keys in folds])
 
 
 def plan_epoch(lines: Sequence[dict], independent_share: float, rng: random.Random) -> list[PlannedLine]:
