@@ -124,7 +124,7 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
             into, pointer_examples(chosen, embedder), cfg.pointer_epochs, cfg.seed,
             log=(lambda line: None) if quiet else log, identity_penalty=cfg.pointer_identity_penalty,
         )
-        frozen(into)
+        freeze(into)
         return summary
 
     def fresh(chosen: Sequence[dict]) -> SpanPointer:
@@ -133,7 +133,7 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
         return pointer
 
     fitted = fitted_on(lines, pointer) if fit and cfg.pointer_epochs and lines else {"examples": 0, "epochs": 0}
-    frozen(pointer)
+    freeze(pointer)
     context = PointedContext(vocab, pointer, embedder)
     if cfg.pointer_folds and lines:  # fitted again on a resumed run too: the same seed gives the same folds
         from .cross_fitting import cross_fitted
@@ -149,7 +149,8 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
     return context, fitted
 
 
-def frozen(pointer) -> None:
+def freeze(pointer) -> None:
+    """Eval mode, no gradients: a fitted pointer stays as it is while the reader trains."""
     pointer.eval()
     for p in pointer.parameters():
         p.requires_grad_(False)
