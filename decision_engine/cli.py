@@ -245,10 +245,16 @@ def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:
     return None
 
 
+BY_QUESTION = ("accuracy_by_question", "questions_by_question", "prior_accuracy_by_question")  # --json only
+
+
 def _flatten(metrics: dict) -> dict:
-    """Nested metrics (accuracy by answer type) as "outer.inner" keys, for the text table."""
+    """Nested metrics (accuracy by answer type) as "outer.inner" keys, for the text table; the
+    per-question figures, one row per question id, only in --json."""
     flat = {}
     for key, value in metrics.items():
+        if key in BY_QUESTION:
+            continue
         if isinstance(value, dict):
             flat.update({f"{key}.{inner}": v for inner, v in value.items()})
         else:

@@ -132,6 +132,7 @@ def evaluate(
     pairs: list[tuple[AnswerSchema, Any, Any]] = []  # (schema, gold, predicted)
     agree_prior = 0
     by_type: dict[str, list[int]] = {}  # answer type -> [right, asked]
+    by_question: dict[str, list[int]] = {}  # question id -> [right, asked, the yardstick right]
     elapsed = 0.0
     skipped = 0
     for start in range(0, len(groups), batch_size):
@@ -191,6 +192,11 @@ def evaluate(
                 tally = by_type.setdefault(kind(q.schema), [0, 0])
                 tally[0] += ok
                 tally[1] += 1
+                asked = by_question.setdefault(q.id, [0, 0, 0])
+                asked[0] += ok
+                asked[1] += 1
+                if priors is not None:
+                    asked[2] += same_answer(q.schema, priors.get(q.id), g.labels.get(q.id))
             answered += len(ids)
             groups_right += all(right)
     decided = len(groups) - skipped
@@ -209,6 +215,11 @@ def evaluate(
         "accuracy_by_type": {t: right / asked for t, (right, asked) in sorted(by_type.items())},
         "questions_by_type": {t: asked for t, (_, asked) in sorted(by_type.items())},
     }
+    # Per question id (JSON only): where a set's points are won and lost, beside the yardstick's.
+    metrics["accuracy_by_question"] = {q: right / asked for q, (right, asked, _) in sorted(by_question.items())}
+    metrics["questions_by_question"] = {q: asked for q, (_, asked, _) in sorted(by_question.items())}
+    if priors is not None:
+        metrics["prior_accuracy_by_question"] = {q: hit / asked for q, (_, asked, hit) in sorted(by_question.items())}
     metrics["ece"] = expected_calibration_error([c for c, _ in chosen], [ok for _, ok in chosen])
     if evidence_total:
         metrics["evidence_recall"] = evidence_hit / evidence_total

@@ -175,6 +175,25 @@ def test_eval_accuracy_by_type_adds_up_to_the_whole(smoke_checkpoint, tmp_path, 
     assert right == pytest.approx(joint["per_question_accuracy"] * joint["questions"])
 
 
+def test_eval_accuracy_by_question_adds_up_and_sits_beside_the_yardstick(smoke_checkpoint, tmp_path, capsys):
+    path = tmp_path / "groups.jsonl"
+    groups = generate_groups("validation", 6, seed=1)
+    path.write_text("".join(json.dumps(g) + "\n" for g in groups))
+    args = ["eval", "--path", str(path), "--model", str(smoke_checkpoint), "--modes", "joint", "--retrieval", "leading"]
+    assert main([*args, "--prior-from", str(path), "--json"]) == 0
+    joint = json.loads(capsys.readouterr().out)["joint"]
+    counts, accuracy = joint["questions_by_question"], joint["accuracy_by_question"]
+    assert set(counts) == {q["id"] for g in groups for q in g["questions"]}
+    assert sum(counts.values()) == joint["questions"]
+    right = sum(accuracy[q] * counts[q] for q in counts)
+    assert right == pytest.approx(joint["per_question_accuracy"] * joint["questions"])
+    prior = joint["prior_accuracy_by_question"]
+    assert sum(prior[q] * counts[q] for q in counts) == pytest.approx(joint["prior_accuracy"] * joint["questions"])
+    assert main(args) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line.strip()]
+    assert "per_question_accuracy" in rows and not any("by_question" in row for row in rows)  # --json only
+
+
 def test_eval_rejects_unknown_modes(capsys):
     assert main(["eval", "--path", str(SAMPLES / "nda.jsonl"), "--modes", "joint,fast"]) == 2
     assert "fast" in capsys.readouterr().err
