@@ -100,9 +100,8 @@ def question_mention_features(document_features: torch.Tensor, mentions: Sequenc
     """(M, MENTION_FEATURES) one question's view of the mentions: the document's `mention_features`
     without the relevance columns, then `relevance_features` from that question's `evidence`
     (a `QuestionEvidence`, or None)."""
-    if evidence is None:
-        return torch.cat([document_features, relevance_features(mentions)], dim=1)
-    return torch.cat([document_features, relevance_features(mentions, evidence.ranked, evidence.shown)], dim=1)
+    ranked, shown = (evidence.ranked, evidence.shown) if evidence is not None else ((), ())
+    return torch.cat([document_features, relevance_features(mentions, ranked, shown)], dim=1)
 
 
 def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> torch.Tensor:

@@ -41,8 +41,7 @@ class CrossFittedContext:
         for pointer, keys in self.folds:
             context = PointedContext(full.vocab, pointer, full.embedder, full.evidence_tokens)
             self.by_document.update((key, context) for key in keys)
-        self.embedder = full.embedder
-        self.pointer = full.pointer
+        self.embedder = full.embedder  # shared, as a chooser fitted over this context expects
 
     def fold_states(self) -> list[tuple[dict, list[str]]]:
         """Each fold's pointer state and document keys, for a worker process to build the same context."""

@@ -120,16 +120,15 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
 
     def fitted_on(chosen: Sequence[dict], into: SpanPointer, quiet: bool = False) -> dict:
         into.train()
-        summary = train_pointer(
+        return train_pointer(
             into, pointer_examples(chosen, embedder), cfg.pointer_epochs, cfg.seed,
             log=(lambda line: None) if quiet else log, identity_penalty=cfg.pointer_identity_penalty,
         )
-        freeze(into)
-        return summary
 
     def fresh(chosen: Sequence[dict]) -> SpanPointer:
         pointer = SpanPointer()
         fitted_on(chosen, pointer, quiet=True)
+        freeze(pointer)
         return pointer
 
     fitted = fitted_on(lines, pointer) if fit and cfg.pointer_epochs and lines else {"examples": 0, "epochs": 0}
