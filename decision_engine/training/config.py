@@ -29,6 +29,7 @@ class TrainConfig:
     warmup_steps: int = 100
     weight_decay: float = 0.01
     constrained_loss: bool = True  # softmax over the tokens each position's schema allows (as decoding does), not the vocabulary
+    per_question_loss: bool = False  # each question's masked tokens weigh as one, whatever its answer's length
     question_summary: bool = False  # answer positions also read their question's pooled prefix states (stored in the checkpoint)
     split_digits: bool = False  # numbers read digit by digit, as answer slots write them (stored in the checkpoint)
     freeze_word_embeddings: bool = True  # keeps the shipped checkpoint small (embeddings come from base)
@@ -44,12 +45,12 @@ class TrainConfig:
     frozen_layers: int = 3  # reading model: lower question-prefix layers left as the base has them
     points_at_spans: bool = False  # a span pointer lays each question's own evidence beside it (retrieval/pointed.py)
     segments_read_alone: bool = False  # with points_at_spans: each question's prefix reads only itself and its evidence
-    pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains
+    pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains (0: kept as loaded)
     pointer_identity_penalty: float = 1e-3  # weight of ||W - I||^2 holding the pointer's form near cosine ranking
     pointer_folds: int = 0  # k >= 2: each ContractNLI training document laid out by a pointer fitted on the other folds (cross_fitting.py)
     contrastive_share: float = 0.0  # per ContractNLI pass, the share of documents also given with some evidence cut out
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
-    chooser_groups: int = 1000  # generated training groups the chooser learns from (their integer and date questions)
+    chooser_groups: int = 1000  # generated training groups the chooser learns from (0: a continued model's chooser kept as it is)
     chooser_epochs: int = 40  # passes of the chooser over them (frozen vectors: seconds each)
     answer_layers: bool = False  # the answer block trains layers of its own over the frozen base's prefix states, encoded once per example
     prefix_cache_gb: float = 6.0  # with answer_layers: bound on the prefix states kept across steps and epochs

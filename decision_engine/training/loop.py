@@ -231,7 +231,11 @@ def train(
         )
     choosing = None
     if model.value_chooser is not None:
-        if saved is None:
+        if saved is None and cfg.chooser_groups == 0 and cfg.init_from:  # a continued model keeps its chooser
+            choosing = {"kept_from": cfg.init_from}
+            for p in model.value_chooser.parameters():
+                p.requires_grad_(False)
+        elif saved is None:
             from .value_choice import fit_value_chooser
 
             pointed = context if model.span_pointer is not None else None
@@ -286,7 +290,9 @@ def train(
                     prefixes = [e.prefix for e in batch]
                     prefix = cache.answer_state(model, prefixes, tensors["prefix_slots"], vocab.pad_id, device)
                 with autocast:
-                    loss = masked_diffusion_loss(model, tensors, vocab.mask_id, generator, cfg.constrained_loss, prefix)
+                    loss = masked_diffusion_loss(
+                        model, tensors, vocab.mask_id, generator, cfg.constrained_loss, prefix, cfg.per_question_loss
+                    )
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)

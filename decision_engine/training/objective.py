@@ -54,11 +54,25 @@ def mask_block(batch: dict[str, torch.Tensor], mask_id: int, generator: torch.Ge
     return gold.masked_fill(masked, mask_id), masked
 
 
-def masked_token_loss(logits: torch.Tensor, target: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+def masked_token_loss(
+    logits: torch.Tensor, target: torch.Tensor, masked: torch.Tensor, slots: torch.Tensor | None = None
+) -> torch.Tensor:
     """Cross-entropy on the masked positions, summed per example and divided by the number masked
-    (about t * L: the 1/t weighting of the masked-diffusion bound, with less variance than dividing by t)."""
+    (about t * L: the 1/t weighting of the masked-diffusion bound, with less variance than dividing by t).
+
+    With `slots` ((B, L) slot number per position, 0 on padding) each question weighs the same instead:
+    its masked positions' mean, then the mean over the questions with any masked, so a one-token
+    boolean counts as much as a ten-token date (`TrainConfig.per_question_loss`)."""
     losses = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L)
-    return ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()
+    if slots is None:
+        return ((losses * masked).sum(dim=1) / masked.sum(dim=1).clamp(min=1)).mean()
+    width = int(slots.max()) + 1
+    weight = masked.float()
+    per_slot = torch.zeros(losses.shape[0], width, device=losses.device).scatter_add_(1, slots, losses * weight)
+    counts = torch.zeros(losses.shape[0], width, device=losses.device).scatter_add_(1, slots, weight)
+    asked = counts[:, 1:] > 0  # (B, S): questions with a masked position
+    means = per_slot[:, 1:] / counts[:, 1:].clamp(min=1)
+    return ((means * asked).sum(dim=1) / asked.sum(dim=1).clamp(min=1)).mean()
 
 
 def masked_diffusion_loss(
@@ -68,20 +82,23 @@ def masked_diffusion_loss(
     generator: torch.Generator,
     constrained: bool = False,
     prefix: PrefixState | None = None,
+    per_question: bool = False,
 ) -> torch.Tensor:
     """Mask a share t ~ U(0, 1) of each block (`mask_block`) and predict the masked tokens.
 
     With `constrained` the softmax runs over the tokens each position's schema allows, the
     distribution the decoder renormalises to, instead of the whole vocabulary. `prefix`, when given,
     is the batch's prefix already encoded (as `encode_prefix` returns it); else the prefix is encoded here.
+    `per_question` weighs each question alike (`masked_token_loss`).
     """
     inputs, masked = mask_block(batch, mask_id, generator)
     if prefix is None:
         positions = batch.get("prefix_positions")
         prefix = model.encode_prefix(batch["prefix_ids"], batch["prefix_slots"], batch["prefix_mask"], positions)
     hidden = model.block_hidden(prefix, inputs, batch["block_slots"])
+    slots = batch["block_slots"] if per_question else None
     if constrained:
         logits = model.logits(hidden, batch["columns"]).float()  # (B, L, C)
         logits = logits.masked_fill(~batch["allowed"], float("-inf"))
-        return masked_token_loss(logits, batch["gold_column"], masked)
-    return masked_token_loss(model.logits(hidden).float(), batch["gold"], masked)  # (B, L, V)
+        return masked_token_loss(logits, batch["gold_column"], masked, slots)
+    return masked_token_loss(model.logits(hidden).float(), batch["gold"], masked, slots)  # (B, L, V)
