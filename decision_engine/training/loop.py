@@ -116,7 +116,7 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
 
     embedder = SpanEmbedder(cache_size=4096)  # every training document stays embedded across epochs
     pointer = model.span_pointer.cpu()
-    lines = evidenced_lines(cfg) if fit or cfg.pointer_folds else []
+    lines = evidenced_lines(cfg) if (fit and cfg.pointer_epochs) or cfg.pointer_folds else []
 
     def fitted_on(chosen: Sequence[dict], into: SpanPointer, quiet: bool = False) -> dict:
         into.train()
@@ -148,10 +148,10 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
     return context, fitted
 
 
-def freeze(pointer) -> None:
-    """Eval mode, no gradients: a fitted pointer stays as it is while the reader trains."""
-    pointer.eval()
-    for p in pointer.parameters():
+def freeze(module) -> None:
+    """Eval mode, no gradients: a fitted pointer or chooser stays as it is while the reader trains."""
+    module.eval()
+    for p in module.parameters():
         p.requires_grad_(False)
 
 
@@ -231,21 +231,19 @@ def train(
         )
     choosing = None
     if model.value_chooser is not None:
-        if saved is None and cfg.chooser_groups == 0 and cfg.init_from:  # a continued model keeps its chooser
+        if saved is not None:
+            choosing = saved.summary["value_chooser"]
+            freeze(model.value_chooser)
+        elif cfg.chooser_groups == 0 and cfg.init_from:  # a continued model keeps its chooser
             choosing = {"kept_from": cfg.init_from}
-            for p in model.value_chooser.parameters():
-                p.requires_grad_(False)
-        elif saved is None:
+            freeze(model.value_chooser)
+        else:
             from .value_choice import fit_value_chooser
 
             pointed = context if model.span_pointer is not None else None
             choosing = fit_value_chooser(
                 model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log, pointer=pointed
             )
-        else:
-            choosing = saved.summary["value_chooser"]
-            for p in model.value_chooser.parameters():
-                p.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
