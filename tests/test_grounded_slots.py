@@ -236,3 +236,48 @@ def test_the_grounder_reads_the_pointed_evidence_of_each_question(tiny_backend):
     (features,) = seen
     inside = {m.text: float(features[0, i, -2]) for i, m in enumerate(find_mentions(DOCUMENT))}
     assert inside["900"] == inside["30 days"] == 1.0 and inside["$1,450"] == 0.0
+
+
+def test_each_candidate_value_has_the_class_its_tokens_reach(vocab):
+    rules = RuleSet.compile([AMOUNT, DAY], ["a", "d"], [Rule(if_={"a": [1450]}, then={"d": ["2024-03-08"]})])
+    for index, schema in enumerate((AMOUNT, DAY)):
+        space = _space(schema, vocab, lambda values: torch.zeros(len(values) + 1), rules, index)
+        assert space.values
+        for value, sequence, classes in zip(space.values, space.sequences, space._class_of):
+            assert classes == space.inner.reachable(sequence), value
+
+
+class ZeroEmbedder:
+    """Zero question and mention vectors: a grounder without the base encoder."""
+
+    def embed_questions(self, questions):
+        return torch.zeros((len(questions), 384))
+
+    def embed_mentions(self, text, mentions):
+        return torch.zeros((len(mentions), 768))
+
+
+def test_the_grounder_reads_a_document_once_and_keeps_candidates_per_slot_bounds(vocab, monkeypatch):
+    import decision_engine.grounding.grounder as grounding
+
+    reads = []
+    monkeypatch.setattr(grounding, "find_mentions", lambda text: reads.append(text) or find_mentions(text))
+    grounder = Grounder(ValueChooser(), ZeroEmbedder())
+    small = AnswerSchema(type="integer", minimum=0, maximum=1000)
+    request = _request([
+        {"id": "big", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}},
+        {"id": "small", "text": "What is the rent?", "schema": {"type": "integer", "minimum": 0, "maximum": 1000}},
+    ])
+
+    def ground():
+        rules = RuleSet.compile([AMOUNT, small], ["big", "small"], [])
+        spaces = [build_space(s, vocab, rules.classes[i], "schema") for i, s in enumerate((AMOUNT, small))]
+        return grounder(DOCUMENT, request.questions, spaces)
+
+    first = ground()
+    assert 1450 in first[0].values and 1450 not in first[1].values and 900 in first[1].values
+    again = ground()
+    assert len(reads) == 1 and [s.values for s in again] == [s.values for s in first]
+    grounder.clear_cache()
+    ground()
+    assert len(reads) == 2

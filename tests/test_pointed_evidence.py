@@ -249,3 +249,36 @@ def test_fit_pointer_names_what_it_cannot_use(tmp_path, capsys):
     data.write_text("{}")
     assert main(["fit-pointer", "--model", str(tmp_path / "plain"), "--out", str(tmp_path / "o"), "--contractnli", str(data)]) == 2
     assert "no span pointer" in capsys.readouterr().err
+
+
+class CountingPointer(SpanPointer):
+    """A span pointer that counts the questions it scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.questions = 0
+
+    def forward(self, questions, spans, lexical):
+        self.questions += len(questions)
+        return super().forward(questions, spans, lexical)
+
+
+def test_each_document_and_question_is_pointed_once_until_the_questions_are_forgotten(vocab):
+    pointer = CountingPointer()
+    context = PointedContext(vocab, pointer, WordEmbedder(), evidence_tokens=24)
+    questions = ["Which law governs, Ohio?", "Must the recipient return or destroy materials?"]
+    first = context(DOCUMENT, questions, 300)
+    assert pointer.questions == 2
+    looked = context.question_evidence(DOCUMENT, questions[1:])  # the value chooser asks of one question
+    again = context(DOCUMENT, questions, 300)
+    assert pointer.questions == 2  # both answered from what was pointed
+    assert again == first
+    assert looked[0].shown == first.question_ranges[1]
+    fresh = PointedContext(vocab, SpanPointer(), WordEmbedder(), evidence_tokens=24)
+    fresh.pointer.load_state_dict(pointer.state_dict())
+    assert fresh(DOCUMENT, questions[::-1], 300).evidence == first.evidence[::-1]  # alone or together, the same
+    context.forget_questions()
+    context(DOCUMENT, questions, 300)
+    assert pointer.questions == 4
+    context.clear_cache()
+    assert context(DOCUMENT, questions, 300) == first and pointer.questions == 6

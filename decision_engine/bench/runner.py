@@ -100,9 +100,25 @@ def clear_document_cache(engine: DecisionEngine) -> None:
     documents = getattr(engine.model, "documents", None)  # only reading backends keep one
     if documents is not None:
         documents.clear()
-    embedder = getattr(engine.context, "embedder", None)  # a span pointer's per-document span vectors
-    if embedder is not None:
-        embedder.clear_cache()
+    _context_call(engine, "clear_cache")  # a span pointer's spans, their vectors and where it pointed
+    grounder = getattr(engine, "grounder", None)  # a value chooser's mentions and candidates
+    if grounder is not None and hasattr(grounder, "clear_cache"):
+        grounder.clear_cache()
+
+
+def forget_questions(engine: DecisionEngine) -> None:
+    """Forget what the engine keeps of each question, keeping its documents: a new group of questions
+    about a document it has read."""
+    _context_call(engine, "forget_questions")
+
+
+def _context_call(engine: DecisionEngine, name: str) -> None:
+    """Call the context's `name` method, or else its sentence encoder's, where either has one."""
+    for owner in (engine.context, getattr(engine.context, "embedder", None)):
+        method = getattr(owner, name, None)
+        if method is not None:
+            method()
+            return
 
 
 def decided(outcomes: Sequence) -> list[DecisionResponse]:

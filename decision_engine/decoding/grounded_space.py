@@ -27,6 +27,15 @@ def is_choice_token(token: int) -> bool:
     return token >= CHOICE_BASE
 
 
+def _class_of(inner: SlotSpace, value: Value) -> set[int]:
+    """The class of a candidate value (candidates lie within the slot's bounds): a lookup, where
+    matching its tokens against every value of the slot would cost a pass over the slot's range."""
+    try:
+        return {inner.classes.index(value)}
+    except KeyError:
+        return set()
+
+
 class GroundedSpace(SlotSpace):
     """A digit slot (`inner`) behind one choice position over `values` and "write"."""
 
@@ -51,7 +60,7 @@ class GroundedSpace(SlotSpace):
         self.choice_logits = choice_logits.float()
         self.candidates = list(candidates)
         self.mentions = list(mentions)
-        self._class_of = [inner.reachable(seq) for seq in self.sequences]  # each a single class
+        self._class_of = [_class_of(inner, v) for v in self.values]  # each a single class
 
     def chosen(self, pattern: Pattern) -> int | None:
         """The index of the chosen value, or None while the choice is open or is "write"."""

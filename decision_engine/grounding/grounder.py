@@ -3,7 +3,11 @@ the model's value chooser, become each slot's choice position (`decoding/grounde
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -11,8 +15,22 @@ from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
+from .candidates import Candidate
+from .mention import Mention
 from .mentions import find_mentions
 from .slot_candidates import candidate_text, is_grounded, slot_candidates
+
+
+DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
+
+
+@dataclass
+class _Grounding:
+    """What one document offers its slots, whatever the questions: its mentions and, per slot schema,
+    the candidates and their table."""
+
+    mentions: list[Mention]
+    by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None]] = field(default_factory=dict)
 
 
 class Grounder:
@@ -24,13 +42,21 @@ class Grounder:
         self.chooser = chooser.eval()
         self.embedder = embedder or SpanEmbedder()
         self.pointer = pointer  # a context with `question_evidence` (retrieval/pointed.py), or None
+        self._lock = threading.Lock()
+        self._documents: OrderedDict[str, _Grounding] = OrderedDict()
+
+    def clear_cache(self) -> None:
+        """Forget every document's mentions and candidates."""
+        with self._lock:
+            self._documents.clear()
 
     def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]:
         out = list(spaces)
         asked = [i for i, q in enumerate(questions) if is_grounded(q.schema)]
         if not asked:
             return out
-        mentions = find_mentions(document)
+        read = self._read(document)
+        mentions = read.mentions
         if not mentions:
             return out
         features = mention_features(self.embedder, document, mentions)
@@ -38,10 +64,9 @@ class Grounder:
         vectors = self.embedder.embed_questions(texts)
         looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
         for i, vector, evidence in zip(asked, vectors, looked):
-            candidates = slot_candidates(questions[i].schema, mentions)
-            if not candidates:
+            candidates, table = self._candidates(read, questions[i].schema)
+            if table is None:
                 continue
-            table = CandidateTable.of(candidates, mentions)
             with torch.no_grad():
                 seen = question_mention_features(features, mentions, evidence)
                 logits = self.chooser(
@@ -51,6 +76,30 @@ class Grounder:
             values = [candidate_text(c) for c in candidates]
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         return out
+
+
+    def _read(self, document: str) -> _Grounding:
+        digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
+        with self._lock:
+            read = self._documents.get(digest)
+            if read is None:
+                read = self._documents[digest] = _Grounding(find_mentions(document))
+                while len(self._documents) > DOCUMENT_CACHE:
+                    self._documents.popitem(last=False)
+            self._documents.move_to_end(digest)
+            return read
+
+    def _candidates(self, read: _Grounding, schema) -> tuple[list[Candidate], CandidateTable | None]:
+        """The slot's candidates over the document's mentions and their table (None without any)."""
+        key = (schema.type, schema.format, schema.minimum, schema.maximum, schema.formatMinimum, schema.formatMaximum)
+        with self._lock:
+            found = read.by_schema.get(key)
+        if found is None:
+            candidates = slot_candidates(schema, read.mentions)
+            found = (candidates, CandidateTable.of(candidates, read.mentions) if candidates else None)
+            with self._lock:
+                read.by_schema[key] = found
+        return found
 
 
 def grounded_evidence(space: SlotSpace, pattern: Sequence[int | None], confidence: float) -> list[Evidence]:

@@ -192,6 +192,11 @@ class SpanEmbedder:
         with self._lock:
             return CacheInfo(self._hits, self._misses, len(self._documents), self.cache_size)
 
+    def forget_questions(self) -> None:
+        """Forget the questions' vectors (a new group's questions are embedded afresh); keep the documents'."""
+        with self._lock:
+            self._questions.clear()
+
     def clear_cache(self) -> None:
         with self._lock:
             self._documents.clear()

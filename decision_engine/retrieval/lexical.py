@@ -43,25 +43,34 @@ def tokenize(text: str) -> list[str]:
     return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
+class Bm25Index:
+    """A collection of spans, tokenized once, that scores queries by BM25 (each span a document)."""
+
+    def __init__(self, spans: list[str], k1: float = K1, b: float = B):
+        self.k1 = k1
+        self.docs = [Counter(tokenize(s)) for s in spans]
+        lengths = np.array([sum(d.values()) for d in self.docs], dtype=np.float64)
+        mean_length = (lengths.mean() if self.docs else 0.0) or 1.0
+        self.norm = k1 * (1.0 - b + b * lengths / mean_length)  # (S,)
+        self.document_frequency: Counter[str] = Counter()
+        for d in self.docs:
+            self.document_frequency.update(d.keys())
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        """(Q, S) BM25 score of every span for every query."""
+        n, k1 = len(self.docs), self.k1
+        scores = np.zeros((len(queries), n), dtype=np.float64)
+        for q, query in enumerate(queries):
+            for term in set(tokenize(query)):
+                df = self.document_frequency.get(term, 0)
+                if not df:
+                    continue
+                idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))  # the non-negative (Lucene) form
+                tf = np.fromiter((d.get(term, 0) for d in self.docs), dtype=np.float64, count=n)
+                scores[q] += idf * tf * (k1 + 1.0) / (tf + self.norm)
+        return scores
+
+
 def bm25_scores(queries: list[str], spans: list[str], k1: float = K1, b: float = B) -> np.ndarray:
     """(Q, S) BM25 score of every span (as a document of the collection `spans`) for every query."""
-    docs = [Counter(tokenize(s)) for s in spans]
-    scores = np.zeros((len(queries), len(spans)), dtype=np.float64)
-    if not docs:
-        return scores
-    lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
-    mean_length = lengths.mean() or 1.0
-    norm = k1 * (1.0 - b + b * lengths / mean_length)  # (S,)
-    document_frequency: Counter[str] = Counter()
-    for d in docs:
-        document_frequency.update(d.keys())
-    n = len(docs)
-    for q, query in enumerate(queries):
-        for term in set(tokenize(query)):
-            df = document_frequency.get(term, 0)
-            if not df:
-                continue
-            idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))  # the non-negative (Lucene) form
-            tf = np.fromiter((d.get(term, 0) for d in docs), dtype=np.float64, count=n)
-            scores[q] += idf * tf * (k1 + 1.0) / (tf + norm)
-    return scores
+    return Bm25Index(spans, k1, b).scores(queries)

@@ -7,6 +7,9 @@ prefix in document order. The pointer's probabilities are the evidence each answ
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,7 +23,7 @@ from ..reader.span_pointer import SpanPointer
 from ..types import Evidence
 from .context import SPAN_CHARS, zscore
 from .embedder import SpanEmbedder
-from .lexical import bm25_scores
+from .lexical import Bm25Index
 from .spans import Span, split_spans
 
 EVIDENCE_TOKENS = 160  # tokens of evidence laid beside each question
@@ -37,13 +40,39 @@ class PointerFeatures:
     lexical: torch.Tensor  # (Q, S) z-scored BM25
 
 
-def pointer_features(embedder: SpanEmbedder, document: str, questions: Sequence[str]) -> PointerFeatures:
-    spans = split_spans(document, SPAN_CHARS)
-    texts = [s.text for s in spans]
+def pointer_features(
+    embedder: SpanEmbedder, document: str, questions: Sequence[str], spans: list[Span] | None = None,
+    index: Bm25Index | None = None,
+) -> PointerFeatures:
+    """The pointer's inputs for `questions` over `document` (cut into spans, and the spans indexed for
+    BM25, here unless given)."""
+    spans = split_spans(document, SPAN_CHARS) if spans is None else spans
     span_vectors = embedder.embed_spans(document, spans)
     question_vectors = embedder.embed_questions(list(questions))
-    lexical = zscore(bm25_scores(list(questions), texts)) if spans else np.zeros((len(questions), 0))
+    if spans:
+        index = index or Bm25Index([s.text for s in spans])
+        lexical = zscore(index.scores(list(questions)))
+    else:
+        lexical = np.zeros((len(questions), 0))
     return PointerFeatures(spans, span_vectors, question_vectors, torch.as_tensor(lexical, dtype=torch.float32))
+
+
+DOCUMENT_CACHE = 256  # documents whose spans and span tokens are kept
+POINTED_CACHE = 4096  # (document, question) pairs whose pointing is kept
+
+
+@dataclass
+class _Document:
+    spans: list[Span]
+    index: Bm25Index  # the spans, tokenized for BM25
+    tokens: dict[int, list[int]]  # span index -> its tokens, filled as spans are laid out
+
+
+@dataclass
+class _Pointed:
+    probabilities: np.ndarray  # (S,) the pointer's distribution over the document's spans
+    ranking: list[int]  # span indices, best first
+    chosen: list[int]  # the spans laid beside the question
 
 
 RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
@@ -72,6 +101,22 @@ class PointedContext:
         self.pointer = pointer
         self.embedder = embedder or SpanEmbedder()
         self.evidence_tokens = evidence_tokens
+        self._lock = threading.RLock()
+        self._documents: OrderedDict[str, _Document] = OrderedDict()  # digest -> spans and their tokens
+        self._pointed: OrderedDict[tuple[str, str], _Pointed] = OrderedDict()  # (digest, question) -> where it looks
+
+    def clear_cache(self) -> None:
+        """Forget every document and question, and the sentence encoder's vectors of them."""
+        with self._lock:
+            self._documents.clear()
+            self._pointed.clear()
+        _call(self.embedder, "clear_cache")
+
+    def forget_questions(self) -> None:
+        """Forget what was pointed at for each question (and the questions' vectors); keep the documents'."""
+        with self._lock:
+            self._pointed.clear()
+        _call(self.embedder, "forget_questions")
 
     def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
         spans, probs, rankings, chosen, tokens = self._point(document, questions)
@@ -99,17 +144,43 @@ class PointedContext:
 
     def _point(self, document: str, questions: Sequence[str]):
         """The document's spans, the pointer's (Q, S) probabilities, each question's ranking and the
-        spans chosen for it, and the chosen spans' tokens."""
-        features = pointer_features(self.embedder, document, questions)
-        if not features.spans:
-            return [], [], [[] for _ in questions], [[] for _ in questions], {}
+        spans chosen for it, and the spans' tokens. Each (document, question) is pointed once: the
+        value chooser and the layout of one request both ask."""
+        digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
+        with self._lock:
+            read = self._document(digest, document)
+            if not read.spans:
+                return [], [], [[] for _ in questions], [[] for _ in questions], {}
+            missing = [q for q in dict.fromkeys(questions) if (digest, q) not in self._pointed]
+            if missing:
+                self._point_missing(digest, document, read, missing)
+            pointed = []
+            for q in questions:
+                self._pointed.move_to_end((digest, q))
+                pointed.append(self._pointed[(digest, q)])
+            while len(self._pointed) > POINTED_CACHE:
+                self._pointed.popitem(last=False)
+        probs = np.stack([p.probabilities for p in pointed])
+        return read.spans, probs, [p.ranking for p in pointed], [p.chosen for p in pointed], read.tokens
+
+    def _document(self, digest: str, document: str) -> _Document:
+        read = self._documents.get(digest)
+        if read is None:
+            spans = split_spans(document, SPAN_CHARS)
+            read = self._documents[digest] = _Document(spans, Bm25Index([s.text for s in spans]), {})
+            while len(self._documents) > DOCUMENT_CACHE:
+                self._documents.popitem(last=False)
+        self._documents.move_to_end(digest)
+        return read
+
+    def _point_missing(self, digest: str, document: str, read: _Document, questions: list[str]) -> None:
+        features = pointer_features(self.embedder, document, questions, read.spans, read.index)
         with torch.no_grad():
             logits = self.pointer(features.question_vectors, features.span_vectors, features.lexical)
         probs = logits.float().softmax(dim=-1).cpu().numpy()  # (Q, S)
-        tokens: dict[int, list[int]] = {}
-        rankings = [np.argsort(-row, kind="stable").tolist() for row in probs]
-        chosen = [self._fill(features.spans, np.asarray(ranking), tokens) for ranking in rankings]
-        return features.spans, probs, rankings, chosen, tokens
+        for q, row in zip(questions, probs):
+            ranking = np.argsort(-row, kind="stable").tolist()
+            self._pointed[(digest, q)] = _Pointed(row, ranking, self._fill(read.spans, np.asarray(ranking), read.tokens))
 
     def _fill(self, spans: list[Span], ranking: np.ndarray, tokens: dict[int, list[int]]) -> list[int]:
         """The best-ranked spans that fit the evidence budget together (the best one always, cut to fit)."""
@@ -125,6 +196,13 @@ class PointedContext:
             if used >= self.evidence_tokens or passed >= MAX_PASSES:
                 break
         return chosen
+
+
+def _call(owner, name: str) -> None:
+    """Call `owner.name()` where it has one (a stand-in sentence encoder may keep nothing)."""
+    method = getattr(owner, name, None)
+    if method is not None:
+        method()
 
 
 def _evidence(span: Span, probability: float) -> Evidence:
