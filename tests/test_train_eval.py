@@ -467,3 +467,23 @@ def test_resume_names_what_is_missing_or_changed(tmp_path, capsys):
         train(cfg, out, log=stop_in_epoch_two)
     with pytest.raises(ResumeError, match="learning_rate"):
         train(TrainConfig(**(cfg.to_dict() | {"learning_rate": 1.0})), out, resume=True)
+
+
+def test_a_continued_run_with_no_chooser_groups_keeps_the_loaded_chooser(tmp_path):
+    config = tmp_path / "chooser.json"
+    settings = TrainConfig.load("smoke").to_dict() | {"chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1}
+    config.write_text(json.dumps(settings))
+    first = tmp_path / "first"
+    assert main(["train", "--config", str(config), "--out", str(first), "--retrieval", "leading"]) == 0
+    loaded, _ = load_checkpoint(first)
+    config.write_text(json.dumps(settings | {"init_from": str(first), "first_epoch": 1, "chooser_groups": 0}))
+    out = tmp_path / "continued"
+    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
+    kept, meta = load_checkpoint(out)
+    assert meta["training"]["value_chooser"] == {"kept_from": str(first)}
+    for name, tensor in loaded.value_chooser.state_dict().items():
+        assert torch.equal(kept.value_chooser.state_dict()[name], tensor), name
+    before = dict(loaded.named_parameters())
+    assert any(  # while the reader trained on
+        not torch.equal(p, before[name]) for name, p in kept.named_parameters() if not name.startswith("value_chooser")
+    )
