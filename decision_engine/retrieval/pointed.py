@@ -144,8 +144,9 @@ class PointedContext:
 
     def _point(self, document: str, questions: Sequence[str]):
         """The document's spans, the pointer's (Q, S) probabilities, each question's ranking and the
-        spans chosen for it, and the spans' tokens. Each (document, question) is pointed once: the
-        value chooser and the layout of one request both ask."""
+        spans chosen for it, and the spans' tokens. Each (document, question) is pointed once and
+        kept (up to `POINTED_CACHE` pairs, least recently used first out): the value chooser and the
+        layout of one request both ask, and so may a later request."""
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
         with self._lock:
             read = self._document(digest, document)
