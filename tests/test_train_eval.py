@@ -408,7 +408,7 @@ def test_fit_chooser_names_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
     assert "not a checkpoint" in capsys.readouterr().err
 
 
-def test_training_with_a_value_chooser_fits_it_first(tmp_path):
+def test_training_with_a_value_chooser_fits_it_first_and_a_continued_run_may_keep_it(tmp_path):
     config = tmp_path / "chooser.json"
     settings = TrainConfig.load("smoke").to_dict() | {"chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1}
     config.write_text(json.dumps(settings))
@@ -417,6 +417,18 @@ def test_training_with_a_value_chooser_fits_it_first(tmp_path):
     model, meta = load_checkpoint(out)
     assert model.cfg.chooses_values and model.value_chooser is not None
     assert meta["training"]["value_chooser"]["examples"] > 0
+
+    # a continued run with no chooser groups keeps the loaded chooser while the reader trains on
+    config.write_text(json.dumps(settings | {"init_from": str(out), "first_epoch": 1, "chooser_groups": 0}))
+    continued = tmp_path / "continued"
+    assert main(["train", "--config", str(config), "--out", str(continued), "--retrieval", "leading"]) == 0
+    kept, meta = load_checkpoint(continued)
+    assert meta["training"]["value_chooser"] == {"kept_from": str(out)}
+    before = dict(model.named_parameters())
+    for name, p in kept.named_parameters():
+        if name.startswith("value_chooser."):
+            assert torch.equal(p, before[name]), name
+    assert any(not torch.equal(p, before[n]) for n, p in kept.named_parameters() if not n.startswith("value_chooser."))
 
 
 class _Interrupted(Exception):
@@ -467,23 +479,3 @@ def test_resume_names_what_is_missing_or_changed(tmp_path, capsys):
         train(cfg, out, log=stop_in_epoch_two)
     with pytest.raises(ResumeError, match="learning_rate"):
         train(TrainConfig(**(cfg.to_dict() | {"learning_rate": 1.0})), out, resume=True)
-
-
-def test_a_continued_run_with_no_chooser_groups_keeps_the_loaded_chooser(tmp_path):
-    config = tmp_path / "chooser.json"
-    settings = TrainConfig.load("smoke").to_dict() | {"chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1}
-    config.write_text(json.dumps(settings))
-    first = tmp_path / "first"
-    assert main(["train", "--config", str(config), "--out", str(first), "--retrieval", "leading"]) == 0
-    loaded, _ = load_checkpoint(first)
-    config.write_text(json.dumps(settings | {"init_from": str(first), "first_epoch": 1, "chooser_groups": 0}))
-    out = tmp_path / "continued"
-    assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
-    kept, meta = load_checkpoint(out)
-    assert meta["training"]["value_chooser"] == {"kept_from": str(first)}
-    for name, tensor in loaded.value_chooser.state_dict().items():
-        assert torch.equal(kept.value_chooser.state_dict()[name], tensor), name
-    before = dict(loaded.named_parameters())
-    assert any(  # while the reader trained on
-        not torch.equal(p, before[name]) for name, p in kept.named_parameters() if not name.startswith("value_chooser")
-    )
