@@ -282,3 +282,23 @@ def test_each_document_and_question_is_pointed_once_until_the_questions_are_forg
     assert pointer.questions == 4
     context.clear_cache()
     assert context(DOCUMENT, questions, 300) == first and pointer.questions == 6
+
+
+def test_summary_from_marker_sums_each_question_up_by_its_first_token():
+    cfg = replace(BlockDiffusionConfig.from_name("tiny"), question_summary=True, segments_read_alone=True)
+    slots = torch.tensor([[0, 1, 1, 1, 2, 2, 2, 0]])
+    positions = torch.tensor([[0, 1, 2, 3, 1, 2, 3, 4]])
+    mask = torch.ones_like(slots, dtype=torch.bool)
+    ids = torch.randint(1000, 2000, (1, 8))
+    states = {}
+    for marker in (False, True):
+        model = random_model(replace(cfg, summary_from_marker=marker), seed=2)
+        hook = model.layers[-1].register_forward_hook(lambda _, __, out: states.__setitem__(marker, out))
+        with torch.no_grad():
+            summaries = model.encode_prefix(ids, slots, mask, positions).summaries
+        hook.remove()
+        last = states[marker][0]  # (T, C) the prefix's final states
+        if marker:
+            assert torch.allclose(summaries[0, 1], last[1], atol=1e-6) and torch.allclose(summaries[0, 2], last[4], atol=1e-6)
+        else:
+            assert torch.allclose(summaries[0, 1], last[1:4].mean(dim=0), atol=1e-6)

@@ -37,6 +37,7 @@ class BlockDiffusionConfig:
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
+    summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
     @classmethod
@@ -266,7 +267,12 @@ class BlockDiffusionModel(nn.Module):
             keys.append(k)
             values.append(v)
             x = layer(x, k, v, seen)
-        summaries = None if self.question_summary is None else question_means(x, slots, mask, self.cfg.max_slots)
+        summaries = None
+        if self.question_summary is not None:
+            pooled = mask
+            if self.cfg.summary_from_marker and block_start is not None:  # each segment's first token: its marker
+                pooled = mask & (positions == 1)
+            summaries = question_means(x, slots, pooled, self.cfg.max_slots)
         return PrefixState(keys, values, mask, mask.sum(dim=1), summaries, block_start)
 
     def answer_view(self, state: PrefixState, slots) -> PrefixState:

@@ -45,6 +45,7 @@ class TrainConfig:
     frozen_layers: int = 3  # reading model: lower question-prefix layers left as the base has them
     points_at_spans: bool = False  # a span pointer lays each question's own evidence beside it (retrieval/pointed.py)
     segments_read_alone: bool = False  # with points_at_spans: each question's prefix reads only itself and its evidence
+    summary_from_marker: bool = False  # with points_at_spans: a question's summary is its marker's state, not its segment's mean (stored in the checkpoint)
     pointer_epochs: int = 20  # passes of the pointer over the gold-evidenced training documents, before the reader trains (0: kept as loaded)
     pointer_identity_penalty: float = 1e-3  # weight of ||W - I||^2 holding the pointer's form near cosine ranking
     pointer_folds: int = 0  # k >= 2: each ContractNLI training document laid out by a pointer fitted on the other folds (cross_fitting.py)

@@ -41,6 +41,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             split_digits=cfg.split_digits,
             points_at_spans=saved.points_at_spans or cfg.points_at_spans,
             segments_read_alone=saved.segments_read_alone or cfg.segments_read_alone,
+            summary_from_marker=saved.summary_from_marker or cfg.summary_from_marker,
             chooses_values=saved.chooses_values or cfg.chooses_values,
         )
         if cfg.answer_layers and not saved.answer_layers:
@@ -55,6 +56,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             reads_documents=cfg.reads_documents,
             points_at_spans=cfg.points_at_spans,
             segments_read_alone=cfg.segments_read_alone,
+            summary_from_marker=cfg.summary_from_marker,
             chooses_values=cfg.chooses_values,
             answer_layers=cfg.answer_layers,
         )
