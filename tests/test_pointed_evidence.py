@@ -302,3 +302,14 @@ def test_summary_from_marker_sums_each_question_up_by_its_first_token():
             assert torch.allclose(summaries[0, 1], last[1], atol=1e-6) and torch.allclose(summaries[0, 2], last[4], atol=1e-6)
         else:
             assert torch.allclose(summaries[0, 1], last[1:4].mean(dim=0), atol=1e-6)
+
+
+def test_a_document_read_again_after_it_left_the_cache_is_laid_out_as_before(vocab, monkeypatch):
+    import decision_engine.retrieval.pointed as pointed
+
+    monkeypatch.setattr(pointed, "DOCUMENT_CACHE", 1)
+    context = PointedContext(vocab, SpanPointer(), WordEmbedder(), evidence_tokens=24)
+    questions = ["Which law governs, Ohio?", "Must the recipient return or destroy materials?"]
+    first = context(DOCUMENT, questions, 300)
+    context("Another document. It says nothing of law.", questions, 300)  # pushes DOCUMENT out
+    assert context(DOCUMENT, questions, 300) == first  # its questions' pointing is still kept

@@ -159,6 +159,9 @@ class PointedContext:
             for q in questions:
                 self._pointed.move_to_end((digest, q))
                 pointed.append(self._pointed[(digest, q)])
+                for span in pointed[-1].chosen:  # the document may have been read again since it was pointed at
+                    if span not in read.tokens:
+                        read.tokens[span] = self.vocab.encode(read.spans[span].text)
             while len(self._pointed) > POINTED_CACHE:
                 self._pointed.popitem(last=False)
         probs = np.stack([p.probabilities for p in pointed])
