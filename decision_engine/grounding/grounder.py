@@ -77,7 +77,6 @@ class Grounder:
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         return out
 
-
     def _read(self, document: str) -> _Grounding:
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
         with self._lock:
