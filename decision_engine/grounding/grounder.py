@@ -26,11 +26,12 @@ DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
 
 @dataclass
 class _Grounding:
-    """What one document offers its slots, whatever the questions: its mentions and, per slot schema,
-    the candidates and their table."""
+    """What one document offers its slots, whatever the questions: its mentions, what the chooser reads
+    of them, and per slot schema the candidates, their table and their values as answers write them."""
 
     mentions: list[Mention]
-    by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None]] = field(default_factory=dict)
+    features: torch.Tensor | None = None  # `mention_features`, computed once
+    by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None, list]] = field(default_factory=dict)
 
 
 class Grounder:
@@ -59,12 +60,14 @@ class Grounder:
         mentions = read.mentions
         if not mentions:
             return out
-        features = mention_features(self.embedder, document, mentions)
+        if read.features is None:
+            read.features = mention_features(self.embedder, document, mentions)
+        features = read.features
         texts = [questions[i].text for i in asked]
         vectors = self.embedder.embed_questions(texts)
         looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
         for i, vector, evidence in zip(asked, vectors, looked):
-            candidates, table = self._candidates(read, questions[i].schema)
+            candidates, table, values = self._candidates(read, questions[i].schema)
             if table is None:
                 continue
             with torch.no_grad():
@@ -73,7 +76,6 @@ class Grounder:
                     vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                     torch.ones((1, len(candidates)), dtype=torch.bool),
                 )[0]
-            values = [candidate_text(c) for c in candidates]
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         return out
 
@@ -88,14 +90,15 @@ class Grounder:
             self._documents.move_to_end(digest)
             return read
 
-    def _candidates(self, read: _Grounding, schema) -> tuple[list[Candidate], CandidateTable | None]:
-        """The slot's candidates over the document's mentions and their table (None without any)."""
+    def _candidates(self, read: _Grounding, schema) -> tuple[list[Candidate], CandidateTable | None, list]:
+        """The slot's candidates over the document's mentions, their table (None without any) and values."""
         key = (schema.type, schema.format, schema.minimum, schema.maximum, schema.formatMinimum, schema.formatMaximum)
         with self._lock:
             found = read.by_schema.get(key)
         if found is None:
             candidates = slot_candidates(schema, read.mentions)
-            found = (candidates, CandidateTable.of(candidates, read.mentions) if candidates else None)
+            table = CandidateTable.of(candidates, read.mentions) if candidates else None
+            found = (candidates, table, [candidate_text(c) for c in candidates])
             with self._lock:
                 read.by_schema[key] = found
         return found
