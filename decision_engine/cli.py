@@ -284,9 +284,21 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _fit_chooser(args: argparse.Namespace) -> int:
+    from .training.value_choice import add_value_chooser
+
+    return _fit_part(args, add_value_chooser)
+
+
+def _fit_comparer(args: argparse.Namespace) -> int:
+    from .training.comparison_choice import add_comparison_chooser
+
+    return _fit_part(args, add_comparison_chooser)
+
+
+def _fit_part(args: argparse.Namespace, fit) -> int:
+    """Fit one chooser onto a checkpoint (`fit(folder, out, groups, epochs, seed, log=, held_out=)`)."""
     from .model.loader import ModelLoadError
     from .models import BUNDLED_WEIGHTS
-    from .training.value_choice import add_value_chooser
 
     folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
     if args.groups < 1 or args.epochs < 1:
@@ -302,7 +314,7 @@ def _fit_chooser(args: argparse.Namespace) -> int:
             print(f"error: --validation {args.validation}: {error}", file=sys.stderr)
             return EXIT_INVALID
     try:
-        fitted = add_value_chooser(
+        fitted = fit(
             folder, Path(args.out), args.groups, args.epochs, args.seed, log=lambda line: print(line, flush=True), held_out=held_out
         )
     except ModelLoadError as error:
@@ -398,6 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
     chooser.add_argument("--seed", type=int, default=0)
     chooser.set_defaults(func=_fit_chooser)
+
+    comparer = sub.add_parser(
+        "fit-comparer", help="fit a comparison chooser (boolean slots answered by comparing two values) onto a checkpoint"
+    )
+    comparer.add_argument("--model", default="bundled", help='checkpoint folder with a value chooser, or "bundled" (default)')
+    comparer.add_argument("--out", required=True, help="folder for the checkpoint with its comparison chooser")
+    comparer.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
+    comparer.add_argument("--epochs", type=int, default=20, help="passes over their boolean questions")
+    comparer.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
+    comparer.add_argument("--seed", type=int, default=0)
+    comparer.set_defaults(func=_fit_comparer)
 
     pointing = sub.add_parser("fit-pointer", help="fit a checkpoint's span pointer again on ContractNLI gold evidence")
     pointing.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

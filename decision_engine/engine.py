@@ -10,6 +10,7 @@ import torch
 
 from .backends.protocol import DenoisingModel
 from .decoding.denoise import run_denoising
+from .decoding.grounded_space import GroundedSpace
 from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
 from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
@@ -143,8 +144,8 @@ class DecisionEngine:
         calibration = getattr(self.model, "calibration", None)  # the model's own map of raw confidence, if any
         if calibration is not None:
             own = [
-                calibration.apply(kind(q.schema), c, p.mode) if how == "model" else c
-                for q, c, how in zip(p.request.questions, own, settled)
+                calibration.apply(calibration_kind(p, i), c, p.mode) if how == "model" else c
+                for i, (c, how) in enumerate(zip(own, settled))
             ]
         confidences = rule_bounded(p.request, values, settled, own)
         answers = [
@@ -166,6 +167,16 @@ class DecisionEngine:
             model=self.model.name,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
+
+
+def calibration_kind(p: Layout, slot: int) -> str:
+    """The answer kind whose calibration map a slot's confidence goes through: "compared" for a boolean
+    a comparison chose (its confidence is the comparison chooser's, not the reader's), else its kind."""
+    space = p.group.constraints.spaces[slot]
+    if isinstance(space, GroundedSpace) and space.chosen(p.group.constraints.patterns[slot]) is not None:
+        if isinstance(space.values[0], bool):
+            return "compared"
+    return kind(p.request.questions[slot].schema)
 
 
 def _grounded(p: Layout, slot: int, confidence: float) -> list:

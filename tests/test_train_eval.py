@@ -403,32 +403,56 @@ def test_a_value_chooser_of_another_layout_is_a_clear_error_and_can_be_fitted_ag
     assert model.value_chooser.query.weight.shape[0] > 128
 
 
+def test_fit_comparer_adds_a_comparison_chooser_started_from_the_value_chooser(tmp_path, capsys):
+    out = tmp_path / "plain"
+    assert main(["train", "--config", "smoke", "--out", str(out), "--retrieval", "leading"]) == 0
+    assert main(["fit-comparer", "--model", str(out), "--out", str(tmp_path / "x"), "--groups", "2"]) == 2
+    assert "no value chooser" in capsys.readouterr().err
+    chosen = tmp_path / "chosen"
+    assert main(["fit-chooser", "--model", str(out), "--out", str(chosen), "--groups", "2", "--epochs", "1"]) == 0
+    compared = tmp_path / "compared"
+    assert main(["fit-comparer", "--model", str(chosen), "--out", str(compared), "--groups", "4", "--epochs", "1"]) == 0
+    model, meta = load_checkpoint(compared)
+    assert model.cfg.compares_values and meta["training"]["comparison_chooser"]["examples"] > 0
+    assert "value_chooser" in meta["training"]  # the value chooser's record is kept
+    chooser, _ = load_checkpoint(chosen)
+    for name, p in chooser.value_chooser.named_parameters():
+        assert torch.equal(p, dict(model.value_chooser.named_parameters())[name]), name  # unchanged
+
+
 def test_fit_chooser_names_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
     assert main(["fit-chooser", "--model", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "not a checkpoint" in capsys.readouterr().err
 
 
-def test_training_with_a_value_chooser_fits_it_first_and_a_continued_run_may_keep_it(tmp_path):
+def test_training_with_choosers_fits_them_first_and_a_continued_run_may_keep_them(tmp_path):
     config = tmp_path / "chooser.json"
-    settings = TrainConfig.load("smoke").to_dict() | {"chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1}
+    settings = TrainConfig.load("smoke").to_dict() | {
+        "chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1,
+        "compares_values": True, "comparer_groups": 4, "comparer_epochs": 1,
+    }
     config.write_text(json.dumps(settings))
     out = tmp_path / "trained"
     assert main(["train", "--config", str(config), "--out", str(out), "--retrieval", "leading"]) == 0
     model, meta = load_checkpoint(out)
     assert model.cfg.chooses_values and model.value_chooser is not None
     assert meta["training"]["value_chooser"]["examples"] > 0
+    assert model.cfg.compares_values and model.comparison_chooser is not None
+    assert meta["training"]["comparison_chooser"]["examples"] > 0
 
-    # a continued run with no chooser groups keeps the loaded chooser while the reader trains on
-    config.write_text(json.dumps(settings | {"init_from": str(out), "first_epoch": 1, "chooser_groups": 0}))
+    # a continued run with no chooser groups keeps the loaded choosers while the reader trains on
+    config.write_text(json.dumps(settings | {"init_from": str(out), "first_epoch": 1, "chooser_groups": 0, "comparer_groups": 0}))
     continued = tmp_path / "continued"
     assert main(["train", "--config", str(config), "--out", str(continued), "--retrieval", "leading"]) == 0
     kept, meta = load_checkpoint(continued)
     assert meta["training"]["value_chooser"] == {"kept_from": str(out)}
+    assert meta["training"]["comparison_chooser"] == {"kept_from": str(out)}
+    choosers = ("value_chooser.", "comparison_chooser.")
     before = dict(model.named_parameters())
     for name, p in kept.named_parameters():
-        if name.startswith("value_chooser."):
+        if name.startswith(choosers):
             assert torch.equal(p, before[name]), name
-    assert any(not torch.equal(p, before[n]) for n, p in kept.named_parameters() if not n.startswith("value_chooser."))
+    assert any(not torch.equal(p, before[n]) for n, p in kept.named_parameters() if not n.startswith(choosers))
 
 
 class _Interrupted(Exception):

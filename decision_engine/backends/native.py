@@ -83,6 +83,7 @@ class NativeBackend:
         self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
         self.span_pointer = model.span_pointer  # lays each question's evidence beside it (retrieval/pointed.py)
         self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
+        self.comparison_chooser = model.comparison_chooser  # may answer boolean slots by a comparison (the same)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:

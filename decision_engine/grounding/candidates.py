@@ -34,7 +34,7 @@ class Candidate:
     """A value a slot may take, with how it is reached from the mentions."""
 
     value: int | dt.date
-    operation: str  # one of OPERATIONS
+    operation: str  # one of OPERATIONS ("compare" for the pair a compared boolean rests on)
     operands: tuple[int, ...]  # indices into the mention list
     terms: tuple[str, ...]  # the operands as `describe` writes them
 
@@ -43,6 +43,8 @@ class Candidate:
         terms = self.terms
         if self.operation == "copy":
             return f"copy {terms[0]}"
+        if self.operation == "compare":
+            return f"{terms[0]} compared with {terms[1]}"
         if self.operation == "date_minus" or self.operation == "subtract":
             return f"{terms[0]} - {terms[1]}"
         if self.operation == "days_between":

@@ -1,5 +1,7 @@
-"""Grounding a request's integer and date slots: candidates from the document's mentions, scored by
-the model's value chooser, become each slot's choice position (`decoding/grounded_space.py`)."""
+"""Grounding a request's slots in the document's values: integer and date slots choose among candidates
+scored by the model's value chooser, and boolean slots, where the model has a comparison chooser, may
+answer by comparing two of them; either way the choice is the slot's first position
+(`decoding/grounded_space.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import torch
 
 from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
+from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
 from .candidates import Candidate
@@ -32,15 +35,18 @@ class _Grounding:
     mentions: list[Mention]
     features: torch.Tensor | None = None  # `mention_features`, computed once
     by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None, list]] = field(default_factory=dict)
+    comparison: tuple[list[Candidate], ComparisonTable | None] | None = None  # what booleans compare, once
 
 
 class Grounder:
-    """Turns integer and date slots with candidates into grounded slots; other slots pass through."""
+    """Turns integer and date slots with candidates into grounded slots, and boolean slots into compared
+    ones where there is a comparison chooser; other slots pass through."""
 
-    def __init__(self, chooser: ValueChooser, embedder=None, pointer=None):
+    def __init__(self, chooser: ValueChooser, embedder=None, pointer=None, comparer: ComparisonChooser | None = None):
         from ..retrieval.embedder import SpanEmbedder
 
         self.chooser = chooser.eval()
+        self.comparer = comparer.eval() if comparer is not None else None
         self.embedder = embedder or SpanEmbedder()
         self.pointer = pointer  # a context with `question_evidence` (retrieval/pointed.py), or None
         self._lock = threading.Lock()
@@ -53,7 +59,7 @@ class Grounder:
 
     def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]:
         out = list(spaces)
-        asked = [i for i, q in enumerate(questions) if is_grounded(q.schema)]
+        asked = [i for i, q in enumerate(questions) if is_grounded(q.schema) or self._compares(q)]
         if not asked:
             return out
         read = self._read(document)
@@ -67,17 +73,45 @@ class Grounder:
         vectors = self.embedder.embed_questions(texts)
         looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
         for i, vector, evidence in zip(asked, vectors, looked):
+            seen = question_mention_features(features, mentions, evidence)
+            if self._compares(questions[i]):
+                out[i] = self._compared(read, spaces[i], vector, seen) or spaces[i]
+                continue
             candidates, table, values = self._candidates(read, questions[i].schema)
             if table is None:
                 continue
             with torch.no_grad():
-                seen = question_mention_features(features, mentions, evidence)
                 logits = self.chooser(
                     vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                     torch.ones((1, len(candidates)), dtype=torch.bool),
                 )[0]
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         return out
+
+    def _compares(self, question: Question) -> bool:
+        return self.comparer is not None and question.schema.type == "boolean"
+
+    def _compared(self, read: _Grounding, space: SlotSpace, vector: torch.Tensor, seen: torch.Tensor) -> SlotSpace | None:
+        """A boolean slot whose choice position answers false or true by a comparison, or leaves the
+        answer to the model ("write"); None where the document offers nothing to compare."""
+        with self._lock:
+            if read.comparison is None:
+                candidates = comparison_candidates(read.mentions)
+                read.comparison = (candidates, ComparisonTable.of(candidates, read.mentions) if candidates else None)
+            candidates, compared = read.comparison
+        if compared is None:
+            return None
+        t = compared.table
+        inputs = (
+            vector[None], seen[None], t.operations[None], t.operands[None], t.features[None],
+            torch.ones((1, len(candidates)), dtype=torch.bool),
+            compared.less_equal[None], compared.less[None], compared.comparable[None],
+        )
+        with torch.no_grad():
+            logits = self.comparer(*inputs)[0]
+            left, right = self.comparer.best_pair(*inputs)
+        pair = compared_pair(candidates[left], candidates[right])
+        return GroundedSpace(space, [False, True], logits, [pair, pair], read.mentions)
 
     def _read(self, document: str) -> _Grounding:
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
@@ -115,12 +149,18 @@ def grounded_evidence(space: SlotSpace, pattern: Sequence[int | None], confidenc
     return [Evidence(start=m.start, end=m.end, text=m.text, score=round(confidence, 4)) for m in used]
 
 
+def compared_pair(left: Candidate, right: Candidate) -> Candidate:
+    """The pair a compared boolean rests on, as one candidate whose operands are both sides' mentions."""
+    return Candidate(left.value, "compare", left.operands + right.operands, (left.describe(), right.describe()))
+
+
 def grounder_for_model(model, context=None) -> Grounder | None:
     """The grounder of a model with a value chooser (None for others), sharing the context's sentence
     encoder where it has one, so the base encoder loads once, and its span pointer's evidence where
-    it has one (the chooser reads which mentions it lays beside each question)."""
+    it has one (the chooser reads which mentions it lays beside each question). A comparison chooser,
+    where the model has one, answers boolean slots too."""
     chooser = getattr(model, "value_chooser", None)
     if chooser is None:
         return None
     pointer = context if hasattr(context, "question_evidence") else None
-    return Grounder(chooser, getattr(context, "embedder", None), pointer)
+    return Grounder(chooser, getattr(context, "embedder", None), pointer, getattr(model, "comparison_chooser", None))

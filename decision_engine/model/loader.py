@@ -177,14 +177,19 @@ def checkpoint_config(folder: Path) -> tuple[BlockDiffusionConfig, dict]:
 
 
 def load_checkpoint(
-    folder: Path, device: str = "cpu", cfg: BlockDiffusionConfig | None = None, fresh_chooser: bool = False
+    folder: Path,
+    device: str = "cpu",
+    cfg: BlockDiffusionConfig | None = None,
+    fresh_chooser: bool = False,
+    fresh_comparer: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
     With `cfg` (the saved config grown, e.g. to continue training), the model is built to it: extra
     positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
-    saved in the checkpoint is replaced by an untrained one (to fit it again).
+    saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
+    same for the comparison chooser.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -195,12 +200,16 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder), assign=True)
+    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder, fresh_comparer), assign=True)
     return model.eval(), meta
 
 
 def _grown_state(
-    state: dict[str, torch.Tensor], cfg: BlockDiffusionConfig, fresh_chooser: bool = False, folder: Path | None = None
+    state: dict[str, torch.Tensor],
+    cfg: BlockDiffusionConfig,
+    fresh_chooser: bool = False,
+    folder: Path | None = None,
+    fresh_comparer: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -218,6 +227,8 @@ def _grown_state(
         state.update({f"span_pointer.{k}": v.to(position.device) for k, v in SpanPointer().state_dict().items()})
     if cfg.chooses_values:
         _fit_chooser_state(state, fresh_chooser, folder)
+    if cfg.compares_values:
+        _fit_comparer_state(state, fresh_comparer, folder)
     return state
 
 
@@ -226,17 +237,30 @@ def _fit_chooser_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path
     where its saved chooser has another layout than this version's."""
     from ..reader.value_chooser import ValueChooser
 
+    _fit_part_state(state, "value_chooser", ValueChooser, fresh, folder, "fit-chooser")
+
+
+def _fit_comparer_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path | None) -> None:
+    """The same for the comparison chooser."""
+    from ..reader.comparison_chooser import ComparisonChooser
+
+    _fit_part_state(state, "comparison_chooser", ComparisonChooser, fresh, folder, "fit-comparer")
+
+
+def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: bool, folder: Path | None, command: str) -> None:
+    """An untrained `part` (a module `build()` makes) in `state` where it has none or `fresh` asks for
+    one; a clear error naming `command` where the saved one has another layout than this version's."""
     with torch.device("meta"):  # shapes only: no weights drawn, the random state untouched
-        layout = {f"value_chooser.{k}": v.shape for k, v in ValueChooser().state_dict().items()}
-    saved = {k: v.shape for k, v in state.items() if k.startswith("value_chooser.")}
+        layout = {f"{part}.{k}": v.shape for k, v in build().state_dict().items()}
+    saved = {k: v.shape for k, v in state.items() if k.startswith(f"{part}.")}
     if saved and not fresh and saved != layout:
         raise ModelLoadError(
-            f"the value chooser saved in {folder or 'this checkpoint'} has a layout this version does not read; "
-            "fit a new one onto the checkpoint with `decision-engine fit-chooser --model <folder> --out <new folder>`"
+            f"the {part.replace('_', ' ')} saved in {folder or 'this checkpoint'} has a layout this version does not "
+            f"read; fit a new one onto the checkpoint with `decision-engine {command} --model <folder> --out <new folder>`"
         )
     if fresh or not saved:
         device = state["embed.position.weight"].device
         for k in saved:
             del state[k]
-        torch.manual_seed(0)  # an untrained chooser, the same every time
-        state.update({f"value_chooser.{k}": v.to(device) for k, v in ValueChooser().state_dict().items()})
+        torch.manual_seed(0)  # an untrained part, the same every time
+        state.update({f"{part}.{k}": v.to(device) for k, v in build().state_dict().items()})

@@ -37,6 +37,7 @@ class BlockDiffusionConfig:
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
+    compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
@@ -235,6 +236,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.value_chooser import ValueChooser
 
             self.value_chooser = ValueChooser()
+        self.comparison_chooser = None
+        if cfg.compares_values:
+            from ..reader.comparison_chooser import ComparisonChooser
+
+            self.comparison_chooser = ComparisonChooser()
         self.answer_layers = None
         if cfg.answer_layers:
             self.answer_layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))

@@ -14,29 +14,31 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..calibration import fit_calibration
+from ..engine import calibration_kind
 from ..evaluation import LabelledGroup, load_groups
 from ..kinds import same_answer
 from ..types import DecisionResponse
 from ..validation import request_from_object
-from ..values import kind
 
 CALIBRATION_SEED = 9_000  # generated groups for calibration: apart from the reader's and the chooser's
 MODES = ("joint", "independent")
 
 
 def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_size: int = 8) -> list[tuple[str, float, bool]]:
-    """("mode:kind", raw confidence, right) of every answer the model chose."""
+    """("mode:kind", raw confidence, right) of every answer the model chose; the kind is the one the
+    engine calibrates it as (`engine.calibration_kind`: "compared" for a boolean a comparison chose)."""
     out = []
     for start in range(0, len(groups), batch_size):
         chunk = groups[start : start + batch_size]
         requests = [request_from_object(g.request_line) for g in chunk]
-        for g, request, response in zip(chunk, requests, engine.decide_many(requests, mode)):
+        laid_out = engine.lay_out_many(requests, mode)
+        for g, request, layout, response in zip(chunk, requests, laid_out, engine.decide_laid_out(laid_out)):
             if not isinstance(response, DecisionResponse):  # a refused request has no answers to count
                 continue
-            for q, answer in zip(request.questions, response.answers):
+            for slot, (q, answer) in enumerate(zip(request.questions, response.answers)):
                 if answer.fixed_by == "model":
                     ok = same_answer(q.schema, answer.value, g.labels.get(q.id))
-                    out.append((f"{mode}:{kind(q.schema)}", answer.confidence, ok))
+                    out.append((f"{mode}:{calibration_kind(layout, slot)}", answer.confidence, ok))
     return out
 
 

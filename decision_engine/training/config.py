@@ -53,6 +53,9 @@ class TrainConfig:
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
     chooser_groups: int = 1000  # generated training groups the chooser learns from (0: a continued model's chooser kept as it is)
     chooser_epochs: int = 40  # passes of the chooser over them (frozen vectors: seconds each)
+    compares_values: bool = False  # a comparison chooser may answer boolean slots by comparing two values (needs chooses_values)
+    comparer_groups: int = 1000  # generated training groups the comparison chooser learns from (0: a continued model's kept)
+    comparer_epochs: int = 20  # passes of the comparison chooser over their boolean questions
     answer_layers: bool = False  # the answer block trains layers of its own over the frozen base's prefix states, encoded once per example
     prefix_cache_gb: float = 6.0  # with answer_layers: bound on the prefix states kept across steps and epochs
     seed: int = 0
@@ -107,11 +110,13 @@ PRESETS: dict[str, dict] = {
         learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
     ),
     # The bundled model: from the base encoder with the span pointer, each question reading only its own
-    # evidence, and a value chooser for integer and date slots (about 45 minutes on a 2-core CPU). The
+    # evidence, a value chooser for integer and date slots and a comparison chooser for boolean slots
+    # (about 50 minutes on a 2-core CPU). The
     # six-stage recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last
     # stage: experiments/cpu-stage6.json).
     "shipped": dict(
         name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
+        compares_values=True,
         question_summary=True, constrained_loss=True, generated_groups_per_epoch=300, contractnli_repeats=2,
         epochs=3, learning_rate=1.5e-4, warmup_steps=30, max_minutes=40.0, log_every=10,
     ),

@@ -43,6 +43,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             segments_read_alone=saved.segments_read_alone or cfg.segments_read_alone,
             summary_from_marker=saved.summary_from_marker or cfg.summary_from_marker,
             chooses_values=saved.chooses_values or cfg.chooses_values,
+            compares_values=saved.compares_values or cfg.compares_values,
         )
         if cfg.answer_layers and not saved.answer_layers:
             raise ValueError(f"answer_layers trains from the base encoder; {folder} was trained without them")
@@ -58,6 +59,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             segments_read_alone=cfg.segments_read_alone,
             summary_from_marker=cfg.summary_from_marker,
             chooses_values=cfg.chooses_values,
+            compares_values=cfg.compares_values,
             answer_layers=cfg.answer_layers,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
@@ -148,6 +150,27 @@ def fit_pointer(cfg: TrainConfig, model, vocab, log: Callable[[str], None], fit:
         if fit:
             fitted["cross_fitting"] = folds
     return context, fitted
+
+
+def _comparer(cfg: TrainConfig, model, saved, pointer, log: Callable[[str], None]) -> dict | None:
+    """Fit the model's comparison chooser (both sides started from its fitted value chooser) and freeze
+    it; a resumed run's or a continued model's is kept. Returns what the fit measured, or None."""
+    comparer = model.comparison_chooser
+    if comparer is None:
+        return None
+    if saved is not None:
+        freeze(comparer)
+        return saved.summary.get("comparison_chooser")
+    if cfg.comparer_groups == 0 and cfg.init_from:
+        freeze(comparer)
+        return {"kept_from": cfg.init_from}
+    if model.value_chooser is None:
+        raise ValueError("compares_values needs chooses_values: each side starts from the value chooser")
+    from .comparison_choice import fit_comparison_chooser
+
+    comparer.left.load_state_dict(model.value_chooser.state_dict())
+    comparer.right.load_state_dict(model.value_chooser.state_dict())
+    return fit_comparison_chooser(comparer, cfg.comparer_groups, cfg.comparer_epochs, cfg.seed, log, pointer=pointer)
 
 
 def freeze(module) -> None:
@@ -246,6 +269,7 @@ def train(
             choosing = fit_value_chooser(
                 model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log, pointer=pointed
             )
+    comparing = _comparer(cfg, model, saved, context if model.span_pointer is not None else None, log)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -318,7 +342,7 @@ def train(
                     epoch=epoch + 1, step=step, seen=seen, total_steps=total_steps, history=history,
                     minutes=(time.monotonic() - started) / 60, model=model.state_dict(),
                     optimiser=optimiser.state_dict(), rng=rng.getstate(), generator=generator.get_state(),
-                    next_plan=plan, summary={"pointer": pointing, "value_chooser": choosing},
+                    next_plan=plan, summary={"pointer": pointing, "value_chooser": choosing, "comparison_chooser": comparing},
                 ))
     model.eval()
     summary = {
@@ -333,6 +357,8 @@ def train(
         summary["pointer"] = pointing
     if choosing:
         summary["value_chooser"] = choosing
+    if comparing:
+        summary["comparison_chooser"] = comparing
     if cache is not None:
         summary["prefix_cache"] = {"hits": cache.hits, "misses": cache.misses, "held": len(cache), "bytes": cache.bytes}
     omit = FROZEN_FROM_BASE if cfg.from_base and cfg.freeze_word_embeddings else []

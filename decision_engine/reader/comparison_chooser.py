@@ -1,0 +1,121 @@
+"""The comparison chooser: a boolean question answered by comparing two values the document gives.
+
+Many linked questions are comparisons in disguise: "was the notice in time?" asks whether the day it
+was sent is on or before a deadline (a date plus a duration), "is the wind within the limit?" whether
+one number is at most another. The chooser points at a left and a right value among the document's
+candidate values (a mention copied, or one step over mentions; `grounding.candidates`), each with a
+value chooser of its own, and answers `true` with the probability that left <= right (or left < right,
+as the question reads). A gate keeps the questions that are not comparisons with the reader: its
+"write" column hands the slot back to the model's own boolean logits. In training, what the gate does
+not give the comparison is answered by the question alone (`prior`, a learnt habit per question), so
+the gate opens only where comparing the document's values beats answering from habit; that habit is
+never used to answer.
+
+Its three logits are a boolean slot's choice position (`decoding/grounded_space.py`): false, true,
+then write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..grounding.candidates import Candidate, date_candidates, integer_candidates
+from ..grounding.mention import Mention
+from .value_chooser import DIM, CandidateTable, ValueChooser
+
+SIDE_CANDIDATES = 128  # integer candidates and date candidates a comparison may take each side from
+FLOOR = 1e-6  # the least probability a choice column is given, so its logit stays finite
+
+
+def comparison_candidates(mentions: Sequence[Mention]) -> list[Candidate]:
+    """The values either side of a comparison may take: integer candidates, then date candidates."""
+    return [*integer_candidates(mentions, limit=SIDE_CANDIDATES), *date_candidates(mentions, limit=SIDE_CANDIDATES)]
+
+
+@dataclass
+class ComparisonTable:
+    """A document's comparison candidates as tensors: their table and how each pair compares."""
+
+    table: CandidateTable
+    less_equal: torch.Tensor  # (K, K) True where candidate i's value <= candidate j's, both of one kind
+    less: torch.Tensor  # (K, K) the same for <
+    comparable: torch.Tensor  # (K, K) True where both are integers or both are dates
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> ComparisonTable:
+        is_date = torch.tensor([isinstance(c.value, dt.date) for c in candidates], dtype=torch.bool)
+        ordinal = torch.tensor(
+            [c.value.toordinal() if isinstance(c.value, dt.date) else c.value for c in candidates], dtype=torch.float64
+        )
+        comparable = is_date[:, None] == is_date[None, :]
+        return cls(
+            CandidateTable.of(candidates, mentions),
+            comparable & (ordinal[:, None] <= ordinal[None, :]),
+            comparable & (ordinal[:, None] < ordinal[None, :]),
+            comparable,
+        )
+
+
+class ComparisonChooser(nn.Module):
+    """Logits over (false, true, write) for boolean questions, from a compared pair of values."""
+
+    def __init__(self, dim: int = DIM):
+        super().__init__()
+        self.left = ValueChooser()
+        self.right = ValueChooser()
+        self.strict = nn.Linear(dim, 1)  # whether the question reads "<" rather than "<="
+        self.gate = nn.Linear(dim, 1)  # whether the question is a comparison at all
+        self.prior = nn.Linear(dim, 1)  # training only: how often the question is true whatever the document
+
+    def probabilities(
+        self,
+        questions: torch.Tensor,  # (B, D) unit question vectors
+        mentions: torch.Tensor,  # (B, M, MENTION_FEATURES)
+        operations: torch.Tensor,  # (B, K)
+        operands: torch.Tensor,  # (B, K, MAX_OPERANDS)
+        features: torch.Tensor,  # (B, K, CANDIDATE_FEATURES)
+        valid: torch.Tensor,  # (B, K)
+        less_equal: torch.Tensor,  # (B, K, K)
+        less: torch.Tensor,  # (B, K, K)
+        comparable: torch.Tensor,  # (B, K, K)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B,) the probability of `true` if the question is a comparison, and (B,) that it is one."""
+        inputs = (questions, mentions, operations, operands, features, valid)
+        left = torch.softmax(self.left(*inputs)[:, :-1], dim=-1)  # (B, K)
+        right = torch.softmax(self.right(*inputs)[:, :-1], dim=-1)  # (B, K)
+        pair = left[:, :, None] * right[:, None, :] * comparable  # (B, K, K)
+        mass = pair.sum(dim=(1, 2)).clamp(min=1e-12)
+        at_most = (pair * less_equal).sum(dim=(1, 2)) / mass
+        below = (pair * less).sum(dim=(1, 2)) / mass
+        strict = torch.sigmoid(self.strict(questions)).squeeze(-1)
+        compares = torch.sigmoid(self.gate(questions)).squeeze(-1)
+        return strict * below + (1 - strict) * at_most, compares
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """(B, 3) log-probabilities of false, true and write (the reader answers)."""
+        true, compares = self.probabilities(*inputs)
+        columns = torch.stack([compares * (1 - true), compares * true, 1 - compares], dim=-1)
+        return columns.clamp(min=FLOOR).log()
+
+    def best_pair(self, *inputs: torch.Tensor) -> tuple[int, int]:
+        """The most likely (left, right) candidate pair of one question (a batch of one), for evidence."""
+        left = self.left(*inputs[:6])[0, :-1]
+        right = self.right(*inputs[:6])[0, :-1]
+        scores = left[:, None] + right[None, :]
+        scores = scores.masked_fill(~inputs[8][0], float("-inf"))
+        best = int(scores.argmax())
+        return best // scores.shape[1], best % scores.shape[1]
+
+
+def comparison_loss(logits: torch.Tensor, answers: torch.Tensor, habit: torch.Tensor) -> torch.Tensor:
+    """-log of the probability of each gold boolean, where "write" answers from habit: `true` with
+    probability `habit`. logits: (B, 3); answers: (B,) bool; habit: (B,)."""
+    p = logits.exp()
+    gold = torch.where(answers, p[:, 1], p[:, 0])
+    habitual = torch.where(answers, habit, 1 - habit)
+    return -(gold + p[:, 2] * habitual).clamp(min=1e-12).log().mean()

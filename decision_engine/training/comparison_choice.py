@@ -1,0 +1,210 @@
+"""Training the comparison chooser on the boolean questions of generated groups.
+
+The groups do not say which two values a boolean compares, only its answer: each side's value chooser
+starts from the model's fitted value chooser (which already points at the value a question is about)
+and the pair is learnt from how often its comparison gives the gold answer. The gate learns which
+questions are comparisons at all, against answering each question from habit; the others are left to
+the reader.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..grounding.mentions import find_mentions
+from ..reader.comparison_chooser import (
+    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss,
+)
+from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
+from ..retrieval.embedder import SpanEmbedder
+
+BATCH = 32
+COMPARER_SEED = 8_000  # the comparer's generated groups: apart from the reader's and the value chooser's
+
+
+@dataclass
+class ComparisonExample:
+    """One labelled boolean question: its vector, its document's mentions and comparison table, its answer."""
+
+    question: torch.Tensor  # (D,)
+    mentions: torch.Tensor  # (M, F)
+    table: ComparisonTable
+    answer: bool
+    question_id: str = ""
+
+
+def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ComparisonExample]:
+    """One example per labelled boolean question of documents with at least one candidate value."""
+    out = []
+    for line in lines:
+        labels = line.get("labels") or {}
+        asked = [
+            (q["text"], q["id"], labels[q["id"]])
+            for q in line["questions"]
+            if q["schema"].get("type") == "boolean" and isinstance(labels.get(q["id"]), bool)
+        ]
+        if not asked:
+            continue
+        text = line["document"]["text"]
+        mentions = find_mentions(text)
+        candidates = comparison_candidates(mentions)
+        if not candidates:
+            continue
+        table = ComparisonTable.of(candidates, mentions)
+        features = mention_features(embedder, text, mentions)
+        texts = [t for t, _, _ in asked]
+        vectors = embedder.embed_questions(texts)
+        looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
+        for vector, evidence, (_, qid, answer) in zip(vectors, looked, asked):
+            seen = question_mention_features(features, mentions, evidence)
+            out.append(ComparisonExample(vector, seen, table, answer, qid))
+    return out
+
+
+def collate(examples: Sequence[ComparisonExample]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """The chooser's padded inputs for a batch, and its answers."""
+    b = len(examples)
+    m = max(1, max(e.mentions.shape[0] for e in examples))
+    k = max(1, max(len(e.table.table.operations) for e in examples))
+    mentions = torch.zeros((b, m, examples[0].mentions.shape[1]))
+    operations = torch.zeros((b, k), dtype=torch.long)
+    operands = torch.full((b, k, MAX_OPERANDS), -1, dtype=torch.long)
+    features = torch.zeros((b, k, CANDIDATE_FEATURES))
+    valid = torch.zeros((b, k), dtype=torch.bool)
+    less_equal, less, comparable = (torch.zeros((b, k, k), dtype=torch.bool) for _ in range(3))
+    for i, e in enumerate(examples):
+        n, t = len(e.table.table.operations), e.table
+        mentions[i, : e.mentions.shape[0]] = e.mentions
+        operations[i, :n] = t.table.operations
+        operands[i, :n] = t.table.operands
+        features[i, :n] = t.table.features
+        valid[i, :n] = True
+        less_equal[i, :n, :n] = t.less_equal
+        less[i, :n, :n] = t.less
+        comparable[i, :n, :n] = t.comparable
+    questions = torch.stack([e.question for e in examples])
+    answers = torch.tensor([e.answer for e in examples], dtype=torch.bool)
+    return (questions, mentions, operations, operands, features, valid, less_equal, less, comparable), answers
+
+
+def comparison_accuracy(chooser: ComparisonChooser, examples: Sequence[ComparisonExample]) -> dict:
+    """Share of examples where the comparison's likelier answer is right, and the share it claims
+    (the gate above one half), with the accuracy where it claims them."""
+    right = claimed = right_claimed = 0
+    training = chooser.training
+    chooser.eval()
+    with torch.no_grad():
+        for first in range(0, len(examples), BATCH):
+            inputs, answers = collate(examples[first : first + BATCH])
+            true, compares = chooser.probabilities(*inputs)
+            hit = (true > 0.5) == answers
+            mine = compares > 0.5
+            right += int(hit.sum())
+            claimed += int(mine.sum())
+            right_claimed += int((hit & mine).sum())
+    chooser.train(training)
+    n = max(len(examples), 1)
+    return {"accuracy": right / n, "claimed": claimed / n, "accuracy_where_claimed": right_claimed / max(claimed, 1)}
+
+
+def train_comparer(
+    chooser: ComparisonChooser,
+    examples: Sequence[ComparisonExample],
+    epochs: int,
+    seed: int = 0,
+    learning_rate: float = 1e-3,
+    weight_decay: float = 1e-2,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Fit the chooser to the examples; returns its accuracy on them before and after."""
+    before = comparison_accuracy(chooser, examples)
+    rng = random.Random(seed)
+    optimiser = torch.optim.AdamW(chooser.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    order = list(range(len(examples)))
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        total = 0.0
+        for first in range(0, len(order), BATCH):
+            inputs, answers = collate([examples[i] for i in order[first : first + BATCH]])
+            habit = torch.sigmoid(chooser.prior(inputs[0])).squeeze(-1)
+            loss = comparison_loss(chooser(*inputs), answers, habit)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(answers)
+        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
+            log(f"comparer epoch {epoch + 1}/{epochs}: loss {total / max(len(order), 1):.4f}")
+    after = comparison_accuracy(chooser, examples)
+    log(f"comparer accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+
+
+def fit_comparison_chooser(
+    chooser: ComparisonChooser,
+    groups: int,
+    epochs: int,
+    seed: int,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
+    pointer=None,
+) -> dict:
+    """Train `chooser` on the boolean questions of `groups` generated training groups, then freeze it;
+    returns what the fit measured, with its accuracy on `held_out` labelled lines where given."""
+    from ..datasets.linked_groups import generate_groups
+
+    started = time.monotonic()
+    torch.manual_seed(seed)
+    lines = generate_groups("train", groups, seed=COMPARER_SEED + seed)
+    embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
+    examples = comparison_examples(lines, embedder, pointer)
+    log(f"comparer: {len(examples)} boolean questions from {groups} groups ({time.monotonic() - started:.0f} s)")
+    chooser.train()
+    fitted = train_comparer(chooser, examples, epochs, seed, log=log)
+    chooser.eval()
+    for p in chooser.parameters():
+        p.requires_grad_(False)
+    if held_out:
+        checked = comparison_examples(held_out, embedder, pointer)
+        fitted["held_out"] = {"questions": len(checked), **comparison_accuracy(chooser, checked)}
+        log(f"comparer on {len(checked)} held-out questions: {fitted['held_out']}")
+    return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
+
+
+def add_comparison_chooser(
+    folder: Path,
+    out: Path,
+    groups: int,
+    epochs: int,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
+) -> dict:
+    """A copy of the checkpoint in `folder`, written to `out`, with a comparison chooser fitted beside
+    its unchanged reader and value chooser (whose weights both sides start from); returns the fit's
+    summary (with `held_out` accuracy where lines are given)."""
+    from dataclasses import replace
+
+    from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
+
+    saved, meta = checkpoint_config(folder)
+    if not saved.chooses_values:
+        raise ModelLoadError(f"{folder} has no value chooser to start the comparison chooser from; fit one first (fit-chooser)")
+    model, meta = load_checkpoint(folder, cfg=replace(saved, compares_values=True), fresh_comparer=True)
+    comparer = model.comparison_chooser
+    comparer.left.load_state_dict(model.value_chooser.state_dict())
+    comparer.right.load_state_dict(model.value_chooser.state_dict())
+    pointer = None
+    if model.span_pointer is not None:
+        from ..backends.native import model_vocabulary
+        from ..retrieval.pointed import PointedContext
+
+        pointer = PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+    fitted = fit_comparison_chooser(comparer, groups, epochs, seed, log, held_out, pointer)
+    save_refitted(model, meta, out, folder, "comparison_chooser", fitted)
+    return fitted

@@ -1,0 +1,174 @@
+"""Compared boolean slots: the comparison table, the pair arithmetic, the loss, and a boolean answered
+by comparing two dates end to end with a tiny model."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+import torch
+from torch import nn
+
+from decision_engine.decoding.grounded_space import GroundedSpace
+from decision_engine.decoding.slot_space import build_space
+from decision_engine.engine import DecisionEngine
+from decision_engine.grounding.candidates import Candidate
+from decision_engine.grounding.grounder import Grounder
+from decision_engine.grounding.mentions import find_mentions
+from decision_engine.reader.comparison_chooser import (
+    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss,
+)
+from decision_engine.reader.value_chooser import ValueChooser
+from decision_engine.rules import RuleSet
+from decision_engine.training.comparison_choice import (
+    collate, comparison_accuracy, comparison_examples, train_comparer,
+)
+from decision_engine.types import AnswerSchema
+from decision_engine.validation import request_from_object
+
+QUESTION = {"id": "in_time", "text": "Was the report sent on or before the deadline?", "schema": {"type": "boolean"}}
+
+
+def _document(deadline: dt.date, sent: dt.date) -> str:
+    return (
+        "Reporting record.\n"
+        f"The authority set a reporting deadline of {deadline.day} {deadline.strftime('%B')} {deadline.year}.\n"
+        f"The fee was 300 and the file ran to 12 pages.\n"
+        f"The report was sent on {sent.isoformat()}."
+    )
+
+
+def _lines(count: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(count):
+        deadline = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 300))
+        sent = deadline + dt.timedelta(days=rng.choice((-9, -3, -1, 0, 1, 4, 12)))
+        lines.append({
+            "document": {"text": _document(deadline, sent)},
+            "questions": [QUESTION],
+            "labels": {"in_time": sent <= deadline},
+        })
+    return lines
+
+
+def test_the_table_compares_integers_with_integers_and_dates_with_dates():
+    candidates = [
+        Candidate(5, "copy", (0,), ("5",)),
+        Candidate(9, "copy", (1,), ("9",)),
+        Candidate(dt.date(2024, 3, 8), "copy", (2,), ("2024-03-08",)),
+        Candidate(dt.date(2024, 3, 1), "copy", (3,), ("2024-03-01",)),
+    ]
+    mentions = find_mentions("5 and 9 on 2024-03-08 and 2024-03-01")
+    table = ComparisonTable.of(candidates, mentions)
+    assert table.comparable.tolist() == [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    assert table.less_equal[0, 1] and not table.less_equal[1, 0] and table.less_equal[0, 0]
+    assert table.less[0, 1] and not table.less[0, 0]
+    assert table.less_equal[3, 2] and not table.less_equal[2, 3]
+    assert not table.less_equal[0, 2] and not table.less_equal[2, 0]  # 5 and a date do not compare
+
+
+def test_candidates_hold_both_kinds_of_value():
+    mentions = find_mentions(_document(dt.date(2024, 5, 1), dt.date(2024, 4, 28)))
+    values = [c.value for c in comparison_candidates(mentions)]
+    assert 300 in values and dt.date(2024, 5, 1) in values and dt.date(2024, 4, 28) in values
+    assert 3 in values  # days between the two dates: a step, as integer slots have
+
+
+class _Fixed(nn.Module):
+    """A stand-in side chooser with fixed logits over (candidates, write)."""
+
+    def __init__(self, logits: list[float]):
+        super().__init__()
+        self.logits = torch.tensor([logits])
+
+    def forward(self, *inputs):
+        return self.logits
+
+
+def _inputs(values: list[int]) -> tuple[torch.Tensor, ...]:
+    k = len(values)
+    v = torch.tensor(values)
+    ones = torch.ones((1, k, k), dtype=torch.bool)
+    return (
+        torch.zeros(1, 384), torch.zeros(1, 1, 1), torch.zeros(1, k, dtype=torch.long), torch.zeros(1, k, 4, dtype=torch.long),
+        torch.zeros(1, k, 5), torch.ones(1, k, dtype=torch.bool),
+        (v[:, None] <= v[None, :])[None] & ones, (v[:, None] < v[None, :])[None] & ones, ones,
+    )
+
+
+def test_true_is_the_chance_that_the_left_value_is_at_most_the_right_one():
+    chooser = ComparisonChooser()
+    chooser.left = _Fixed([0.0, 0.0, -50.0, 0.0])  # left: 1 or 5, evenly
+    chooser.right = _Fixed([-50.0, -50.0, 0.0, 0.0])  # right: 3 for certain
+    nn.init.constant_(chooser.strict.weight, 0.0)
+    nn.init.constant_(chooser.strict.bias, -50.0)  # "<=" for certain
+    true, _ = chooser.probabilities(*_inputs([1, 5, 3]))
+    assert true.item() == pytest.approx(0.5)  # 1 <= 3 but not 5 <= 3
+    chooser.left = _Fixed([-50.0, -50.0, 0.0, 0.0])  # left 3 as well: a tie
+    assert chooser.probabilities(*_inputs([1, 5, 3]))[0].item() == pytest.approx(1.0)
+    nn.init.constant_(chooser.strict.bias, 50.0)  # "<": a tie is false
+    assert chooser.probabilities(*_inputs([1, 5, 3]))[0].item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_the_three_columns_are_false_true_and_write():
+    chooser = ComparisonChooser()
+    chooser.left = _Fixed([0.0, -50.0, 0.0])
+    chooser.right = _Fixed([-50.0, 0.0, 0.0])
+    nn.init.constant_(chooser.gate.weight, 0.0)
+    nn.init.constant_(chooser.gate.bias, 0.0)  # a comparison half the time
+    p = chooser(*_inputs([1, 5])).exp()[0]
+    assert p.tolist() == pytest.approx([0.0, 0.5, 0.5], abs=1e-5)  # 1 <= 5: true, or the reader answers
+
+
+def test_the_loss_counts_write_as_the_reader_answering_at_even_odds():
+    logits = torch.tensor([[0.1, 0.6, 0.3], [0.1, 0.6, 0.3]]).log()
+    loss = comparison_loss(logits, torch.tensor([True, False]))
+    expected = -(torch.tensor(0.6 + 0.15).log() + torch.tensor(0.1 + 0.15).log()) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_collate_pads_each_document_table_with_pairs_that_never_compare():
+    grounder = Grounder(ValueChooser())
+    small, large = _lines(2, seed=1)
+    large["document"]["text"] += "\nIt named 7 annexes, 41 witnesses and a 2 May 2024 hearing."
+    examples = comparison_examples([small, large], grounder.embedder)
+    n = len(examples[0].table.table.operations)
+    inputs, answers = collate(examples)
+    k = inputs[2].shape[1]
+    assert k == len(examples[1].table.table.operations) > n
+    assert inputs[-1].shape == (2, k, k) and not inputs[-1][0, n:].any() and not inputs[-1][0, :, n:].any()
+    assert inputs[5][0, :n].all() and not inputs[5][0, n:].any()
+    assert answers.dtype == torch.bool and answers.shape == (2,)
+
+
+def test_a_boolean_is_answered_by_comparing_two_dates_end_to_end_with_a_tiny_model(tiny_backend):
+    comparer = ComparisonChooser()
+    grounder = Grounder(ValueChooser(), comparer=comparer)
+    training = comparison_examples(_lines(24, seed=0), grounder.embedder)
+    torch.manual_seed(0)
+    train_comparer(comparer, training, epochs=60, learning_rate=3e-3, log=lambda _: None)
+    comparer.eval()
+    held_out = _lines(8, seed=5)
+    assert comparison_accuracy(comparer, comparison_examples(held_out, grounder.embedder))["accuracy"] == 1.0
+    engine = DecisionEngine(tiny_backend, grounder=grounder)
+    for line in held_out[:4]:
+        request = request_from_object({"document": line["document"], "questions": line["questions"]})
+        for mode in ("joint", "independent", "sequential"):
+            (answer,) = engine.decide(request, mode).answers
+            assert answer.value is line["labels"]["in_time"]
+            assert answer.fixed_by == "model" and 0 < answer.confidence <= 1
+            assert answer.evidence and all(e.text in line["document"]["text"] for e in answer.evidence)
+
+
+def test_the_grounder_leaves_booleans_alone_without_a_comparison_chooser_or_values(vocab):
+    schema = AnswerSchema(type="boolean")
+    rules = RuleSet.compile([schema], ["in_time"], [])
+    spaces = [build_space(schema, vocab, rules.classes[0], "schema")]
+    request = request_from_object({"document": {"text": "x"}, "questions": [QUESTION]})
+    document = _document(dt.date(2024, 5, 1), dt.date(2024, 4, 28))
+    assert Grounder(ValueChooser())(document, request.questions, spaces)[0] is spaces[0]
+    with_comparer = Grounder(ValueChooser(), comparer=ComparisonChooser())
+    assert isinstance(with_comparer(document, request.questions, spaces)[0], GroundedSpace)
+    assert with_comparer("No values are written here.", request.questions, spaces)[0] is spaces[0]
