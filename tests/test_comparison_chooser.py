@@ -4,12 +4,14 @@ by comparing two dates end to end with a tiny model."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 
 import pytest
 import torch
 from torch import nn
 
+from decision_engine.calibration import Calibration
 from decision_engine.decoding.grounded_space import GroundedSpace
 from decision_engine.decoding.slot_space import build_space
 from decision_engine.engine import DecisionEngine
@@ -122,10 +124,10 @@ def test_the_three_columns_are_false_true_and_write():
     assert p.tolist() == pytest.approx([0.0, 0.5, 0.5], abs=1e-5)  # 1 <= 5: true, or the reader answers
 
 
-def test_the_loss_counts_write_as_the_reader_answering_at_even_odds():
+def test_the_loss_counts_write_as_the_reader_answering_from_habit():
     logits = torch.tensor([[0.1, 0.6, 0.3], [0.1, 0.6, 0.3]]).log()
-    loss = comparison_loss(logits, torch.tensor([True, False]))
-    expected = -(torch.tensor(0.6 + 0.15).log() + torch.tensor(0.1 + 0.15).log()) / 2
+    loss = comparison_loss(logits, torch.tensor([True, False]), torch.tensor([0.8, 0.8]))
+    expected = -(torch.tensor(0.6 + 0.3 * 0.8).log() + torch.tensor(0.1 + 0.3 * 0.2).log()) / 2
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -160,6 +162,26 @@ def test_a_boolean_is_answered_by_comparing_two_dates_end_to_end_with_a_tiny_mod
             assert answer.value is line["labels"]["in_time"]
             assert answer.fixed_by == "model" and 0 < answer.confidence <= 1
             assert answer.evidence and all(e.text in line["document"]["text"] for e in answer.evidence)
+
+
+def test_a_compared_boolean_keeps_the_comparison_confidence_under_the_readers_boolean_map(tiny_backend):
+    comparer = ComparisonChooser()
+    grounder = Grounder(ValueChooser(), comparer=comparer)
+    torch.manual_seed(0)
+    train_comparer(comparer, comparison_examples(_lines(24, seed=0), grounder.embedder), epochs=60,
+                   learning_rate=3e-3, log=lambda _: None)
+    comparer.eval()
+    line = _lines(1, seed=5)[0]
+    request = request_from_object({"document": line["document"], "questions": line["questions"]})
+    raw = DecisionEngine(tiny_backend, grounder=grounder).decide(request, "joint").answers[0]
+    before = tiny_backend.calibration
+    tiny_backend.calibration = Calibration({"joint:boolean": (0.0, 0.0), "joint:compared": (0.0, 3.0)})
+    try:
+        mapped = DecisionEngine(tiny_backend, grounder=grounder).decide(request, "joint").answers[0]
+    finally:
+        tiny_backend.calibration = before
+    assert mapped.value is raw.value
+    assert mapped.confidence == pytest.approx(1 / (1 + math.exp(-3.0)), abs=1e-6)  # its own map, not the reader's
 
 
 def test_the_grounder_leaves_booleans_alone_without_a_comparison_chooser_or_values(vocab):
