@@ -72,10 +72,11 @@ class Grounder:
         texts = [questions[i].text for i in asked]
         vectors = self.embedder.embed_questions(texts)
         looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
+        compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
-                out[i] = self._compared(read, spaces[i], vector, seen) or spaces[i]
+                compared.append((i, vector, seen))
                 continue
             candidates, table, values = self._candidates(read, questions[i].schema)
             if table is None:
@@ -86,32 +87,39 @@ class Grounder:
                     torch.ones((1, len(candidates)), dtype=torch.bool),
                 )[0]
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
+        if compared:
+            for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared)):
+                out[i] = space or spaces[i]
         return out
 
     def _compares(self, question: Question) -> bool:
         return self.comparer is not None and question.schema.type == "boolean"
 
-    def _compared(self, read: _Grounding, space: SlotSpace, vector: torch.Tensor, seen: torch.Tensor) -> SlotSpace | None:
-        """A boolean slot whose choice position answers false or true by a comparison, or leaves the
-        answer to the model ("write"); None where the document offers nothing to compare."""
+    def _compared(self, read: _Grounding, spaces, asked) -> list[SlotSpace | None]:
+        """Boolean slots whose choice position answers false or true by a comparison, or leaves the
+        answer to the model ("write"), all asked in one pass; None where the document offers nothing
+        to compare. asked: (slot, question vector, its mention features) per boolean question."""
         with self._lock:
             if read.comparison is None:
                 candidates = comparison_candidates(read.mentions)
                 read.comparison = (candidates, ComparisonTable.of(candidates, read.mentions) if candidates else None)
             candidates, compared = read.comparison
         if compared is None:
-            return None
-        t = compared.table
+            return [None] * len(asked)
+        t, n = compared.table, len(asked)
         inputs = (
-            vector[None], seen[None], t.operations[None], t.operands[None], t.features[None],
-            torch.ones((1, len(candidates)), dtype=torch.bool),
-            compared.less_equal[None], compared.less[None], compared.comparable[None],
+            torch.stack([v for _, v, _ in asked]), torch.stack([m for _, _, m in asked]),
+            *(x[None].expand(n, *x.shape) for x in (t.operations, t.operands, t.features)),
+            torch.ones((n, len(candidates)), dtype=torch.bool),
+            *(x[None].expand(n, *x.shape) for x in (compared.less_equal, compared.less, compared.comparable)),
         )
         with torch.no_grad():
-            logits = self.comparer(*inputs)[0]
-            left, right = self.comparer.best_pair(*inputs)
-        pair = compared_pair(candidates[left], candidates[right])
-        return GroundedSpace(space, [False, True], logits, [pair, pair], read.mentions)
+            logits, pairs = self.comparer.decide(*inputs)
+        out = []
+        for (i, _, _), row, (left, right) in zip(asked, logits, pairs):
+            pair = compared_pair(candidates[left], candidates[right])
+            out.append(GroundedSpace(spaces[i], [False, True], row, [pair, pair], read.mentions))
+        return out
 
     def _read(self, document: str) -> _Grounding:
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()

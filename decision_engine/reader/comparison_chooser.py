@@ -85,10 +85,15 @@ class ComparisonChooser(nn.Module):
         comparable: torch.Tensor,  # (B, K, K)
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B,) the probability of `true` if the question is a comparison, and (B,) that it is one."""
-        inputs = (questions, mentions, operations, operands, features, valid)
-        left = torch.softmax(self.left(*inputs)[:, :-1], dim=-1)  # (B, K)
-        right = torch.softmax(self.right(*inputs)[:, :-1], dim=-1)  # (B, K)
-        pair = left[:, :, None] * right[:, None, :] * comparable  # (B, K, K)
+        left, right = self.sides(questions, mentions, operations, operands, features, valid)
+        return self._compare(left, right, questions, less_equal, less, comparable)
+
+    def sides(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, K) logits of each candidate as the left value, and as the right one (the first six inputs)."""
+        return self.left(*inputs)[:, :-1], self.right(*inputs)[:, :-1]
+
+    def _compare(self, left, right, questions, less_equal, less, comparable) -> tuple[torch.Tensor, torch.Tensor]:
+        pair = torch.softmax(left, dim=-1)[:, :, None] * torch.softmax(right, dim=-1)[:, None, :] * comparable
         mass = pair.sum(dim=(1, 2)).clamp(min=1e-12)
         at_most = (pair * less_equal).sum(dim=(1, 2)) / mass
         below = (pair * less).sum(dim=(1, 2)) / mass
@@ -96,20 +101,24 @@ class ComparisonChooser(nn.Module):
         compares = torch.sigmoid(self.gate(questions)).squeeze(-1)
         return strict * below + (1 - strict) * at_most, compares
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        """(B, 3) log-probabilities of false, true and write (the reader answers)."""
-        true, compares = self.probabilities(*inputs)
+    @staticmethod
+    def _columns(true: torch.Tensor, compares: torch.Tensor) -> torch.Tensor:
         columns = torch.stack([compares * (1 - true), compares * true, 1 - compares], dim=-1)
         return columns.clamp(min=FLOOR).log()
 
-    def best_pair(self, *inputs: torch.Tensor) -> tuple[int, int]:
-        """The most likely (left, right) candidate pair of one question (a batch of one), for evidence."""
-        left = self.left(*inputs[:6])[0, :-1]
-        right = self.right(*inputs[:6])[0, :-1]
-        scores = left[:, None] + right[None, :]
-        scores = scores.masked_fill(~inputs[8][0], float("-inf"))
-        best = int(scores.argmax())
-        return best // scores.shape[1], best % scores.shape[1]
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """(B, 3) log-probabilities of false, true and write (the reader answers)."""
+        return self._columns(*self.probabilities(*inputs))
+
+    def decide(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+        """forward's (B, 3) log-probabilities with each question's most likely (left, right) candidate
+        pair (for evidence), both from one pass of the two sides."""
+        left, right = self.sides(*inputs[:6])
+        logits = self._columns(*self._compare(left, right, inputs[0], *inputs[6:]))
+        scores = (left[:, :, None] + right[:, None, :]).masked_fill(~inputs[8], float("-inf"))
+        best = scores.flatten(1).argmax(dim=-1).tolist()
+        k = scores.shape[2]
+        return logits, [(b // k, b % k) for b in best]
 
 
 def comparison_loss(logits: torch.Tensor, answers: torch.Tensor, habit: torch.Tensor) -> torch.Tensor:
