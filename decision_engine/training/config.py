@@ -110,13 +110,11 @@ PRESETS: dict[str, dict] = {
         learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
     ),
     # The bundled model: from the base encoder with the span pointer, each question reading only its own
-    # evidence, a value chooser for integer and date slots and a comparison chooser for boolean slots
-    # (about 50 minutes on a 2-core CPU). The
+    # evidence, and a value chooser for integer and date slots (about 45 minutes on a 2-core CPU). The
     # six-stage recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last
     # stage: experiments/cpu-stage6.json).
     "shipped": dict(
         name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
-        compares_values=True,
         question_summary=True, constrained_loss=True, generated_groups_per_epoch=300, contractnli_repeats=2,
         epochs=3, learning_rate=1.5e-4, warmup_steps=30, max_minutes=40.0, log_every=10,
     ),
