@@ -232,7 +232,8 @@ def test_the_grounder_reads_the_pointed_evidence_of_each_question(tiny_backend):
         {"id": "flag", "text": "Was it paid?", "schema": {"type": "boolean"}},
     ])
     lay_out(request, "joint", tiny_backend.vocab, LeadingContext(tiny_backend.vocab), 512, grounder=grounder)
-    assert pointer.asked == [["How much was the deposit?"]]  # only grounded questions are pointed
+    # one call for every question of the group: the layout asks the same pointer for them all next
+    assert pointer.asked == [["How much was the deposit?", "Was it paid?"]]
     (features,) = seen
     inside = {m.text: float(features[0, i, -2]) for i, m in enumerate(find_mentions(DOCUMENT))}
     assert inside["900"] == inside["30 days"] == 1.0 and inside["$1,450"] == 0.0

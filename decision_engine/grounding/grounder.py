@@ -70,8 +70,11 @@ class Grounder:
             read.features = mention_features(self.embedder, document, mentions)
         features = read.features
         texts = [questions[i].text for i in asked]
+        looked = [None] * len(asked)
+        if self.pointer is not None:  # every question pointed at in one pass: the layout asks for them all next
+            everything = self.pointer.question_evidence(document, [q.text for q in questions])
+            looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
-        looked = self.pointer.question_evidence(document, texts) if self.pointer is not None else [None] * len(asked)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
