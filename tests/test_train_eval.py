@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -503,3 +505,17 @@ def test_resume_names_what_is_missing_or_changed(tmp_path, capsys):
         train(cfg, out, log=stop_in_epoch_two)
     with pytest.raises(ResumeError, match="learning_rate"):
         train(TrainConfig(**(cfg.to_dict() | {"learning_rate": 1.0})), out, resume=True)
+
+def test_the_training_seed_never_moves_held_out_contractnli_documents_into_training(tmp_path):
+    from decision_engine.datasets.contractnli import load_contractnli, split_documents
+    from decision_engine.training.loop import epoch_lines, evidenced_lines
+
+    path = _contractnli_file(tmp_path, documents=20)
+    _, held_out = split_documents(load_contractnli(path)[0])  # what eval --split validation decides
+    held_out_texts = {d.text for d in held_out}
+    for seed in range(4):
+        cfg = replace(TrainConfig.load("smoke"), contractnli_path=str(path), seed=seed, generated_groups_per_epoch=0)
+        trained = {line["document"]["text"] for line in epoch_lines(cfg, 0, random.Random(seed))}
+        trained |= {line["document"]["text"] for line in evidenced_lines(cfg)}
+        assert trained and not trained & held_out_texts
+        assert {line["document"]["text"] for line in evidenced_lines(cfg, held_out=True)} == held_out_texts

@@ -20,6 +20,7 @@ class TrainConfig:
     context_tokens: int = 320  # document tokens shown to the model (inference uses the same cap)
     contractnli_path: str | None = None  # ContractNLI JSON; None trains on generated groups only
     contractnli_validation_fraction: float = 0.2  # held out by document, never trained on
+    contractnli_split_seed: int = 0  # which documents are held out: `eval --split validation`'s, whatever `seed` is
     generated_groups_per_epoch: int = 2000  # fresh linked compliance groups each epoch
     contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
     independent_share: float = 0.25  # share of groups also trained as single-question runs

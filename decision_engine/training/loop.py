@@ -92,7 +92,7 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
         from ..datasets.contrastive import evidence_removed
 
         docs, hypotheses = load_contractnli(cfg.contractnli_path)
-        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
         # With answer_layers every epoch groups the hypotheses alike, so each group's prefix states
         # are encoded once and reused (training/prefix_cache.py).
         grouping = random.Random(f"contractnli-groups:{cfg.seed}") if cfg.answer_layers else rng
@@ -188,7 +188,7 @@ def evidenced_lines(cfg: TrainConfig, held_out: bool = False) -> list[dict]:
     from ..datasets.contractnli import load_contractnli, split_documents, to_requests
 
     docs, hypotheses = load_contractnli(cfg.contractnli_path)
-    train_docs, validation_docs = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+    train_docs, validation_docs = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
     lines = []
     for doc in validation_docs if held_out else train_docs:
         groups = to_requests(doc, hypotheses, group_size=MAX_QUESTIONS)

@@ -159,7 +159,7 @@ def training_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dic
         from ..datasets.contractnli import load_contractnli, split_documents, to_requests
 
         docs, hypotheses = load_contractnli(cfg.contractnli_path)
-        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.seed)
+        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
                 lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(2, MAX_QUESTIONS), rng=rng))
