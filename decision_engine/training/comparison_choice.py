@@ -10,7 +10,6 @@ the reader.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..reader.comparison_chooser import (
 )
 from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
 from ..retrieval.embedder import SpanEmbedder
+from .generated_fit import fit_on_generated, model_pointer
 
 BATCH = 32
 COMPARER_SEED = 8_000  # the comparer's generated groups: apart from the reader's and the value chooser's
@@ -156,24 +156,11 @@ def fit_comparison_chooser(
 ) -> dict:
     """Train `chooser` on the boolean questions of `groups` generated training groups, then freeze it;
     returns what the fit measured, with its accuracy on `held_out` labelled lines where given."""
-    from ..datasets.linked_groups import generate_groups
-
-    started = time.monotonic()
-    torch.manual_seed(seed)
-    lines = generate_groups("train", groups, seed=COMPARER_SEED + seed)
-    embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
-    examples = comparison_examples(lines, embedder, pointer)
-    log(f"comparer: {len(examples)} boolean questions from {groups} groups ({time.monotonic() - started:.0f} s)")
-    chooser.train()
-    fitted = train_comparer(chooser, examples, epochs, seed, log=log)
-    chooser.eval()
-    for p in chooser.parameters():
-        p.requires_grad_(False)
-    if held_out:
-        checked = comparison_examples(held_out, embedder, pointer)
-        fitted["held_out"] = {"questions": len(checked), **comparison_accuracy(chooser, checked)}
-        log(f"comparer on {len(checked)} held-out questions: {fitted['held_out']}")
-    return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
+    return fit_on_generated(
+        chooser, what="boolean questions", groups=groups, epochs=epochs, seed=seed, first_seed=COMPARER_SEED,
+        examples_of=comparison_examples, train=train_comparer, accuracy=comparison_accuracy,
+        log=log, held_out=held_out, pointer=pointer,
+    )
 
 
 def add_comparison_chooser(
@@ -199,12 +186,7 @@ def add_comparison_chooser(
     comparer = model.comparison_chooser
     comparer.left.load_state_dict(model.value_chooser.state_dict())
     comparer.right.load_state_dict(model.value_chooser.state_dict())
-    pointer = None
-    if model.span_pointer is not None:
-        from ..backends.native import model_vocabulary
-        from ..retrieval.pointed import PointedContext
-
-        pointer = PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+    pointer = model_pointer(model)
     fitted = fit_comparison_chooser(comparer, groups, epochs, seed, log, held_out, pointer)
     save_refitted(model, meta, out, folder, "comparison_chooser", fitted)
     return fitted

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from ..reader.value_chooser import (
     question_mention_features,
 )
 from ..retrieval.embedder import SpanEmbedder
+from .generated_fit import fit_on_generated, model_pointer
 from ..types import AnswerSchema
 
 BATCH = 64
@@ -170,24 +170,11 @@ def fit_value_chooser(
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
     None for a model without a span pointer."""
-    from ..datasets.linked_groups import generate_groups
-
-    started = time.monotonic()
-    torch.manual_seed(seed)
-    lines = generate_groups("train", groups, seed=CHOOSER_SEED + seed)
-    embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
-    examples = choice_examples(lines, embedder, pointer)
-    log(f"chooser: {len(examples)} integer and date questions from {groups} groups ({time.monotonic() - started:.0f} s)")
-    chooser.train()
-    fitted = train_chooser(chooser, examples, epochs, seed, log=log)
-    chooser.eval()
-    for p in chooser.parameters():
-        p.requires_grad_(False)
-    if held_out:
-        checked = choice_examples(held_out, embedder, pointer)
-        fitted["held_out"] = {"questions": len(checked), **choice_accuracy(chooser, checked)}
-        log(f"chooser accuracy on {len(checked)} held-out questions: {fitted['held_out']['accuracy']:.3f}")
-    return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
+    return fit_on_generated(
+        chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
+        first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_chooser, accuracy=choice_accuracy,
+        log=log, held_out=held_out, pointer=pointer,
+    )
 
 
 def add_value_chooser(
@@ -207,12 +194,7 @@ def add_value_chooser(
 
     saved, meta = checkpoint_config(folder)
     model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
-    pointer = None
-    if model.span_pointer is not None:
-        from ..backends.native import model_vocabulary
-        from ..retrieval.pointed import PointedContext
-
-        pointer = PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+    pointer = model_pointer(model)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer)
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted

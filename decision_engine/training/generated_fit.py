@@ -1,0 +1,61 @@
+"""Fitting a small part of a model (the value chooser, the comparison chooser) on generated training
+groups beside a frozen reader: the examples are made once from frozen vectors, the part is trained on
+them, frozen, and measured on held-out lines where given."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from ..retrieval.embedder import SpanEmbedder
+
+
+def model_pointer(model):
+    """The pointed context of a model with a span pointer (its evidence per question), else None."""
+    if model.span_pointer is None:
+        return None
+    from ..backends.native import model_vocabulary
+    from ..retrieval.pointed import PointedContext
+
+    return PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+
+
+def fit_on_generated(
+    part: torch.nn.Module,
+    *,
+    what: str,
+    groups: int,
+    epochs: int,
+    seed: int,
+    first_seed: int,
+    examples_of: Callable,
+    train: Callable,
+    accuracy: Callable,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
+    pointer=None,
+) -> dict:
+    """Train `part` on the examples `examples_of(lines, embedder, pointer)` makes of `groups` generated
+    training groups (seed `first_seed + seed`) with `train(part, examples, epochs, seed, log=log)`,
+    then freeze it; returns what the fit measured, with `accuracy(part, examples)` on `held_out`
+    labelled lines where given. `what` names the examples in the log."""
+    from ..datasets.linked_groups import generate_groups
+
+    started = time.monotonic()
+    torch.manual_seed(seed)
+    lines = generate_groups("train", groups, seed=first_seed + seed)
+    embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
+    examples = examples_of(lines, embedder, pointer)
+    log(f"{len(examples)} {what} from {groups} groups ({time.monotonic() - started:.0f} s)")
+    part.train()
+    fitted = train(part, examples, epochs, seed, log=log)
+    part.eval()
+    for p in part.parameters():
+        p.requires_grad_(False)
+    if held_out:
+        checked = examples_of(held_out, embedder, pointer)
+        fitted["held_out"] = {"questions": len(checked), **accuracy(part, checked)}
+        log(f"accuracy on {len(checked)} held-out {what}: {fitted['held_out']['accuracy']:.3f}")
+    return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
