@@ -120,3 +120,15 @@ def test_one_date_bound_moves_the_default_other_bound():
     assert date_bounds(late) == (dt.date(2500, 1, 1), dt.date(2999, 12, 31))
     early = AnswerSchema(type="string", format="date", formatMaximum="1850-06-30")
     assert date_bounds(early) == (dt.date(1000, 1, 1), dt.date(1850, 6, 30))
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(CASES) if n.startswith("date")])
+def test_a_date_slot_with_nothing_written_offers_what_its_dates_have(name, vocab):
+    schema, values, named = CASES[name]
+    space = build_space(schema, vocab, slot_classes(schema, named), "q")
+    every = set(range(space.classes.count))
+    open_pattern = [None] * space.length
+    assert space.allowed(open_pattern, every) == _brute_allowed(space, values, open_pattern, every)
+    if len(every) > 1:  # fewer classes: the table is read, not the open-slot shortcut
+        fewer = every - {0}
+        assert space.allowed(open_pattern, fewer) == _brute_allowed(space, values, open_pattern, fewer)

@@ -199,6 +199,13 @@ def _date_table(low: dt.date, high: dt.date) -> np.ndarray:
     return table.astype(np.uint8)
 
 
+@lru_cache(maxsize=16)
+def _open_digits(low: dt.date, high: dt.date) -> tuple[tuple[int, ...], ...]:
+    """Per position of a date slot in [low, high] with nothing written yet: the digits some date has there."""
+    table = _date_table(low, high)
+    return tuple(tuple(np.flatnonzero(np.bincount(table[:, j], minlength=10)).tolist()) for j in range(table.shape[1]))
+
+
 class DateSpace(SlotSpace):
     """Date slots: eight digit positions, YYYYMMDD, only real calendar dates in range."""
 
@@ -206,7 +213,7 @@ class DateSpace(SlotSpace):
 
     def __init__(self, low: dt.date, high: dt.date, vocab: Vocabulary, classes: SlotClasses):
         self.table = _date_table(low, high)
-        self.low = low
+        self.low, self.high = low, high
         self.digit_ids = vocab.digit_ids
         self.digit_of = {t: d for d, t in enumerate(vocab.digit_ids)}
         self.classes = classes
@@ -250,6 +257,8 @@ class DateSpace(SlotSpace):
         return out
 
     def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
+        if all(p is None for p in pattern) and len(classes) >= self.classes.count:  # every date still open
+            return [[self.digit_ids[d] for d in digits] for digits in _open_digits(self.low, self.high)]
         rows = self.table[self._match_mask(pattern) & self._class_mask(classes)]
         out: list[list[int] | None] = []
         for j, p in enumerate(pattern):
