@@ -377,6 +377,16 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_fit_arguments(parser: argparse.ArgumentParser, model_help: str, part: str, epochs: int, questions: str) -> None:
+    """The arguments of a command that fits one chooser onto a checkpoint (`_fit_part`)."""
+    parser.add_argument("--model", default="bundled", help=model_help)
+    parser.add_argument("--out", required=True, help=f"folder for the checkpoint with {part}")
+    parser.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
+    parser.add_argument("--epochs", type=int, default=epochs, help=f"passes over their {questions}")
+    parser.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .training.config import PRESETS as TRAIN_PRESETS
 
@@ -403,23 +413,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
-    chooser.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')
-    chooser.add_argument("--out", required=True, help="folder for the checkpoint with its chooser")
-    chooser.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
-    chooser.add_argument("--epochs", type=int, default=40, help="passes over their integer and date questions")
-    chooser.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
-    chooser.add_argument("--seed", type=int, default=0)
+    _add_fit_arguments(chooser, 'checkpoint folder, or "bundled" (default)', "its chooser", 40, "integer and date questions")
     chooser.set_defaults(func=_fit_chooser)
 
     comparer = sub.add_parser(
         "fit-comparer", help="fit a comparison chooser (boolean slots answered by comparing two values) onto a checkpoint"
     )
-    comparer.add_argument("--model", default="bundled", help='checkpoint folder with a value chooser, or "bundled" (default)')
-    comparer.add_argument("--out", required=True, help="folder for the checkpoint with its comparison chooser")
-    comparer.add_argument("--groups", type=int, default=1000, help="generated training groups to learn from")
-    comparer.add_argument("--epochs", type=int, default=20, help="passes over their boolean questions")
-    comparer.add_argument("--validation", help="labelled JSON Lines file to measure the fitted chooser on (held out)")
-    comparer.add_argument("--seed", type=int, default=0)
+    _add_fit_arguments(
+        comparer, 'checkpoint folder with a value chooser, or "bundled" (default)', "its comparison chooser", 20,
+        "boolean questions",
+    )
     comparer.set_defaults(func=_fit_comparer)
 
     pointing = sub.add_parser("fit-pointer", help="fit a checkpoint's span pointer again on ContractNLI gold evidence")

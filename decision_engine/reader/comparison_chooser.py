@@ -72,6 +72,11 @@ class ComparisonChooser(nn.Module):
         self.gate = nn.Linear(dim, 1)  # whether the question is a comparison at all
         self.prior = nn.Linear(dim, 1)  # training only: how often the question is true whatever the document
 
+    def start_from(self, chooser: ValueChooser) -> None:
+        """Both sides start as the fitted value chooser, which already points at the value a question is about."""
+        self.left.load_state_dict(chooser.state_dict())
+        self.right.load_state_dict(chooser.state_dict())
+
     def probabilities(
         self,
         questions: torch.Tensor,  # (B, D) unit question vectors

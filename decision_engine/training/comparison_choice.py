@@ -184,8 +184,7 @@ def add_comparison_chooser(
         raise ModelLoadError(f"{folder} has no value chooser to start the comparison chooser from; fit one first (fit-chooser)")
     model, meta = load_checkpoint(folder, cfg=replace(saved, compares_values=True), fresh_comparer=True)
     comparer = model.comparison_chooser
-    comparer.left.load_state_dict(model.value_chooser.state_dict())
-    comparer.right.load_state_dict(model.value_chooser.state_dict())
+    comparer.start_from(model.value_chooser)
     pointer = model_pointer(model)
     fitted = fit_comparison_chooser(comparer, groups, epochs, seed, log, held_out, pointer)
     save_refitted(model, meta, out, folder, "comparison_chooser", fitted)

@@ -168,8 +168,7 @@ def _comparer(cfg: TrainConfig, model, saved, pointer, log: Callable[[str], None
         raise ValueError("compares_values needs chooses_values: each side starts from the value chooser")
     from .comparison_choice import fit_comparison_chooser
 
-    comparer.left.load_state_dict(model.value_chooser.state_dict())
-    comparer.right.load_state_dict(model.value_chooser.state_dict())
+    comparer.start_from(model.value_chooser)
     return fit_comparison_chooser(comparer, cfg.comparer_groups, cfg.comparer_epochs, cfg.seed, log, pointer=pointer)
 
 
