@@ -98,6 +98,30 @@ def test_a_mixed_sentence():
     ]
 
 
+# Numbers that name rather than count are not mentions; the quantity beside them still is.
+LABELS = [
+    ("review ref. IA-2024-113, within 72 hours", [("number", 72, "72")]),
+    ("encrypted with AES-256 and a 256-bit key", []),
+    ("ticket SEC-8841 and case RTM-24-0417", []),
+    ("Section 4 applies; see clause 3 and Part 1", []),
+    ("company no. 08817342, Suite 12, version 7, page 1", []),
+    ("of 400 Fifth Avenue and Kanaalweg 118", []),
+    ("call +44 20 7946 0018 or (020) 7946 0018", []),
+    ("1. Rent\n(2) Term\n3) Deposit of 2,100", [("number", 2100, "2,100")]),
+    ("a ONE-WAY agreement and a one-time fee of $50", [("number", 50, "$50")]),
+    ("Regulation 2016/679 and 24/7 support", []),
+    ("two thirds of 30 days", [("number", 2, "two"), ("duration", 30, "30 days")]),  # no hyphen: a count
+    ("a 30-day notice and between 10-15 items", [("duration", 30, "30-day"), ("number", 10, "10"), ("number", 15, "15")]),
+    ("1 March 2024 and 12 units", [("date", D(2024, 3, 1), "1 March 2024"), ("number", 12, "12")]),
+    ("the 72-hour period", [("number", 72, "72")]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LABELS, ids=[text for text, _ in LABELS])
+def test_labels_are_not_quantities(text, expected):
+    assert _triples(find_mentions(text)) == expected
+
+
 # Day/month order of numeric dates.
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .labels import is_label, phone_spans
 from .mention import Mention
 from .number_words import word_number_at, word_numbers
 
@@ -48,12 +49,14 @@ class _Reading:
 
 
 def read_quantities(text: str, blocked: list[tuple[int, int]]) -> list[Mention]:
-    """Number and duration mentions in document order, none starting inside a `blocked` span."""
+    """Number and duration mentions in document order, none starting inside a `blocked` span or a
+    phone number, and none that names rather than counts (`labels.is_label`)."""
     atoms: list[tuple[int, int, bool, re.Match[str] | int]] = [
         (m.start(), m.end(), False, m) for m in _DIGITS.finditer(text)
     ]
     atoms += [(start, end, True, value) for start, end, value in word_numbers(text)]
     atoms.sort(key=lambda atom: atom[0])
+    blocked = sorted([*blocked, *phone_spans(text)])
     starts = [start for start, _ in blocked]
     mentions: list[Mention] = []
     taken = 0
@@ -66,6 +69,8 @@ def read_quantities(text: str, blocked: list[tuple[int, int]]) -> list[Mention]:
         _extend(text, reading, words, twins=True)
         if not isinstance(reading.value, int) and reading.value.denominator != 1:
             continue  # a fraction such as 12.5: integer slots cannot hold it
+        if is_label(text, start, end, reading.end):
+            continue
         kind = "number" if reading.unit in (None, "percent") else "duration"
         mentions.append(
             Mention(
