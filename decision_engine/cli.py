@@ -350,6 +350,7 @@ def _fit_pointer(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from .factory import build_engine
+    from .kinds import all_kinds
     from .model.loader import ModelLoadError
     from .models import BUNDLED_WEIGHTS, open_model
     from .training.calibration_fit import calibrate_checkpoint
@@ -360,6 +361,11 @@ def _calibrate(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if args.groups < 0 or (args.groups == 0 and not args.contractnli):
         print("error: give --contractnli or at least one generated group (--groups)", file=sys.stderr)
+        return EXIT_INVALID
+    kinds = tuple(k for k in (args.kinds or "").split(",") if k)
+    known = [k.name for k in all_kinds()] + ["compared"]  # see engine.calibration_kind
+    if unknown := sorted(set(kinds) - set(known)):
+        print(f"error: --kinds: unknown answer kind {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
         return EXIT_INVALID
     try:
         model = open_model(folder)
@@ -372,7 +378,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     model.calibration = None  # fit on raw confidences
     engine = build_engine(model=model)
     contractnli = Path(args.contractnli) if args.contractnli else None
-    fitted = calibrate_checkpoint(engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True))
+    fitted = calibrate_checkpoint(
+        engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds
+    )
     print(msgspec.json.encode({"out": args.out, **fitted}).decode())
     return 0
 
@@ -439,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--out", required=True, help="folder for the checkpoint with its calibration")
     calibrate.add_argument("--contractnli", help="ContractNLI JSON: its training split is decided (never the held-out one)")
     calibrate.add_argument("--groups", type=int, default=200, help="fresh generated training groups to decide as well")
+    calibrate.add_argument(
+        "--kinds", help='comma-separated answer kinds to fit again, such as "compared"; the others keep their maps'
+    )
     calibrate.set_defaults(func=_calibrate)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")

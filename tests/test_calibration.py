@@ -71,7 +71,25 @@ def test_calibrate_writes_a_checkpoint_that_records_its_fit(tmp_path, capsys):
     assert sum(printed["answers"].values()) > 0
     assert (out / "model.safetensors").read_bytes() == (checkpoint / "model.safetensors").read_bytes()
 
+    # --kinds fits only those kinds again; the checkpoint's other maps stay as they were
+    planted = {"joint:enum": {"a": 0.25, "b": -1.0}, "joint:boolean": {"a": 9.0, "b": 9.0}}
+    meta["calibration"] = planted
+    (out / "config.json").write_text(json.dumps(meta))
+    again = tmp_path / "booleans-again"
+    assert main(["calibrate", "--model", str(out), "--out", str(again), "--groups", "3", "--kinds", "boolean"]) == 0
+    refitted = json.loads((again / "config.json").read_text())
+    assert refitted["calibration"]["joint:enum"] == planted["joint:enum"]
+    assert refitted["calibration"].get("joint:boolean") != planted["joint:boolean"]
+    assert refitted["training"]["calibration"]["kinds"] == ["boolean"]
+    assert set(refitted["training"]["calibration"]["answers"]) <= {"joint:boolean", "independent:boolean"}
+
 
 def test_calibrate_needs_material(tmp_path, capsys):
     assert main(["calibrate", "--out", str(tmp_path / "x"), "--groups", "0"]) == 2
     assert "--contractnli" in capsys.readouterr().err
+
+
+def test_calibrate_names_an_unknown_kind(tmp_path, capsys):
+    assert main(["calibrate", "--out", str(tmp_path / "x"), "--groups", "1", "--kinds", "compared,money"]) == 2
+    assert "'money'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

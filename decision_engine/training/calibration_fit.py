@@ -43,10 +43,13 @@ def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_si
 
 
 def calibrate_checkpoint(
-    engine, folder: Path, out: Path, contractnli: Path | None, generated: int, log: Callable[[str], None] = print
+    engine, folder: Path, out: Path, contractnli: Path | None, generated: int, log: Callable[[str], None] = print,
+    kinds: Sequence[str] = (),
 ) -> dict:
     """Copy the checkpoint in `folder` to `out` with a calibration fitted by `engine` (over that checkpoint,
-    uncalibrated) on training material; returns the maps and how many answers each was fitted on."""
+    uncalibrated) on training material; returns the maps and how many answers each was fitted on.
+    With `kinds` (answer kinds such as "compared") only those kinds' maps are fitted again and the
+    checkpoint's other maps are kept as they are."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
@@ -57,6 +60,8 @@ def calibrate_checkpoint(
     for mode in MODES:
         answers += collect_answers(engine, groups, mode)
         log(f"calibration: {len(answers)} answers after {mode} ({time.monotonic() - started:.0f} s)")
+    if kinds:
+        answers = [a for a in answers if a[0].split(":", 1)[1] in kinds]
     calibration = fit_calibration(answers)
     counts: dict[str, int] = {}
     for key, _, _ in answers:
@@ -66,9 +71,11 @@ def calibrate_checkpoint(
         if file.is_file() and file.suffix in (".json", ".safetensors") and file.resolve() != (out / file.name).resolve():
             shutil.copy(file, out / file.name)
     meta = json.loads((out / "config.json").read_text())
-    meta["calibration"] = calibration.to_dict()
+    kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and k.split(":", 1)[1] not in kinds}
+    meta["calibration"] = {**kept, **calibration.to_dict()}
     meta.setdefault("training", {})["calibration"] = {
         "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
+        **({"kinds": list(kinds)} if kinds else {}),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
