@@ -80,8 +80,10 @@ def test_calibrate_writes_a_checkpoint_that_records_its_fit(tmp_path, capsys):
     refitted = json.loads((again / "config.json").read_text())
     assert refitted["calibration"]["joint:enum"] == planted["joint:enum"]
     assert refitted["calibration"].get("joint:boolean") != planted["joint:boolean"]
-    assert refitted["training"]["calibration"]["kinds"] == ["boolean"]
-    assert set(refitted["training"]["calibration"]["answers"]) <= {"joint:boolean", "independent:boolean"}
+    record = refitted["training"]["calibration"]
+    assert record["generated_groups"] == 3 and "kinds" not in record  # the first fit's record stays
+    assert record["refitted"][0]["kinds"] == ["boolean"]
+    assert set(record["refitted"][0]["answers"]) <= {"joint:boolean", "independent:boolean"}
 
 
 def test_calibrate_needs_material(tmp_path, capsys):

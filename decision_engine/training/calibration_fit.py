@@ -73,10 +73,15 @@ def calibrate_checkpoint(
     meta = json.loads((out / "config.json").read_text())
     kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and k.split(":", 1)[1] not in kinds}
     meta["calibration"] = {**kept, **calibration.to_dict()}
-    meta.setdefault("training", {})["calibration"] = {
+    record = {
         "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
         **({"kinds": list(kinds)} if kinds else {}),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
+    training = meta.setdefault("training", {})
+    if kinds and "calibration" in training:  # the earlier fit's record stays; this one joins it
+        training["calibration"].setdefault("refitted", []).append(record)
+    else:
+        training["calibration"] = record
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return meta["training"]["calibration"] | {"maps": meta["calibration"]}
+    return record | {"maps": meta["calibration"]}
