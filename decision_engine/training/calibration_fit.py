@@ -24,6 +24,11 @@ CALIBRATION_SEED = 9_000  # generated groups for calibration: apart from the rea
 MODES = ("joint", "independent")
 
 
+def _kind(key: str) -> str:
+    """The answer kind of a calibration key ("joint:compared" -> "compared")."""
+    return key.split(":", 1)[1]
+
+
 def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_size: int = 8) -> list[tuple[str, float, bool]]:
     """("mode:kind", raw confidence, right) of every answer the model chose; the kind is the one the
     engine calibrates it as (`engine.calibration_kind`: "compared" for a boolean a comparison chose)."""
@@ -61,7 +66,7 @@ def calibrate_checkpoint(
         answers += collect_answers(engine, groups, mode)
         log(f"calibration: {len(answers)} answers after {mode} ({time.monotonic() - started:.0f} s)")
     if kinds:
-        answers = [a for a in answers if a[0].split(":", 1)[1] in kinds]
+        answers = [a for a in answers if _kind(a[0]) in kinds]
     calibration = fit_calibration(answers)
     counts: dict[str, int] = {}
     for key, _, _ in answers:
@@ -71,7 +76,7 @@ def calibrate_checkpoint(
         if file.is_file() and file.suffix in (".json", ".safetensors") and file.resolve() != (out / file.name).resolve():
             shutil.copy(file, out / file.name)
     meta = json.loads((out / "config.json").read_text())
-    kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and k.split(":", 1)[1] not in kinds}
+    kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and _kind(k) not in kinds}
     meta["calibration"] = {**kept, **calibration.to_dict()}
     record = {
         "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
