@@ -339,7 +339,7 @@ def _fit_pointer(args: argparse.Namespace) -> int:
     try:
         fitted = refit_pointer(
             folder, Path(args.out), Path(args.contractnli), args.epochs, args.identity_penalty, args.seed,
-            log=lambda line: print(line, flush=True),
+            log=lambda line: print(line, flush=True), evidence_only=args.evidence_only,
         )
     except (ModelLoadError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -440,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     pointing.add_argument("--epochs", type=int, default=20, help="passes over the training documents' gold evidence")
     pointing.add_argument("--identity-penalty", type=float, default=0.0, help="weight holding the pointer near cosine ranking")
     pointing.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
+    pointing.add_argument(
+        "--evidence-only", action="store_true",
+        help="fit a second pointer that only orders the evidence answers report (the reader's layout, and so every answer, unchanged)",
+    )
     pointing.set_defaults(func=_fit_pointer)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")

@@ -225,6 +225,9 @@ def _grown_state(
         from ..reader.span_pointer import SpanPointer
 
         state.update({f"span_pointer.{k}": v.to(position.device) for k, v in SpanPointer().state_dict().items()})
+    if cfg.points_at_spans and cfg.orders_evidence and "evidence_pointer.question.weight" not in state:
+        # Until one is fitted, the evidence pointer is the layout pointer: evidence is ordered as laid out.
+        state.update({f"evidence_pointer.{k[len('span_pointer.'):]}": v.clone() for k, v in state.items() if k.startswith("span_pointer.")})
     if cfg.chooses_values:
         _fit_chooser_state(state, fresh_chooser, folder)
     if cfg.compares_values:

@@ -35,6 +35,7 @@ class BlockDiffusionConfig:
     question_summary: bool = False  # answer positions also read their own question's pooled prefix states
     reads_documents: bool = False  # the whole document is encoded once and read by every layer (model/reading.py)
     points_at_spans: bool = False  # a span pointer (reader/span_pointer.py) lays each question's own evidence beside it
+    orders_evidence: bool = False  # with points_at_spans: a second span pointer orders the evidence each answer reports
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
@@ -231,6 +232,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.span_pointer import SpanPointer
 
             self.span_pointer = SpanPointer()
+        self.evidence_pointer = None  # fitted on gold evidence alone; orders what answers report, lays out nothing
+        if cfg.points_at_spans and cfg.orders_evidence:
+            from ..reader.span_pointer import SpanPointer
+
+            self.evidence_pointer = SpanPointer()
         self.value_chooser = None
         if cfg.chooses_values:
             from ..reader.value_chooser import ValueChooser

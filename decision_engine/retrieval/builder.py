@@ -46,7 +46,7 @@ def context_for_model(retrieval: str, model) -> ContextBuilder:
     if pointer is not None:
         from .pointed import PointedContext
 
-        return PointedContext(model.vocab, pointer)
+        return PointedContext(model.vocab, pointer, evidence_pointer=getattr(model, "evidence_pointer", None))
     return context_for(retrieval, model.vocab)
 
 

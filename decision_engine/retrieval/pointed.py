@@ -2,7 +2,9 @@
 
 The document is cut into spans and embedded once (cached per document); the pointer ranks the spans
 for each question, and the best ones, up to `EVIDENCE_TOKENS` tokens, follow that question in the
-prefix in document order. The pointer's probabilities are the evidence each answer reports.
+prefix in document order. The pointer's probabilities are the evidence each answer reports; a model
+with a second, evidence pointer (`orders_evidence`) reports the spans its question was shown in that
+pointer's order first, then the rest, so what an answer cites is what its reader read.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class _Pointed:
     probabilities: np.ndarray  # (S,) the pointer's distribution over the document's spans
     ranking: list[int]  # span indices, best first
     chosen: list[int]  # the spans laid beside the question
+    reported: list[int]  # the spans an answer reports, best first
+    reported_probabilities: np.ndarray  # (S,) the probabilities reported with them
 
 
 RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
@@ -96,9 +100,11 @@ class PointedContext:
         pointer: SpanPointer,
         embedder: SpanEmbedder | None = None,
         evidence_tokens: int = EVIDENCE_TOKENS,
+        evidence_pointer: SpanPointer | None = None,
     ):
         self.vocab = vocab
         self.pointer = pointer
+        self.evidence_pointer = evidence_pointer  # orders reported evidence; None: the layout pointer's order
         self.embedder = embedder or SpanEmbedder()
         self.evidence_tokens = evidence_tokens
         self._lock = threading.RLock()
@@ -119,39 +125,38 @@ class PointedContext:
         _call(self.embedder, "forget_questions")
 
     def __call__(self, document: str, questions: Sequence[str], budget: int) -> ContextChoice:
-        spans, probs, rankings, chosen, tokens = self._point(document, questions)
+        spans, pointed, tokens = self._point(document, questions)
         if not spans:
             empty = [[] for _ in questions]
             return ContextChoice([], [], [[] for _ in questions], per_question=empty, question_ranges=[[] for _ in questions])
         per_question, question_ranges, evidence = [], [], []
-        for row, ranking, picked in zip(probs, rankings, chosen):
-            per_question.append([t for s in sorted(picked) for t in tokens[s]][: self.evidence_tokens])
-            question_ranges.append([(spans[s].start, spans[s].end) for s in sorted(picked)])
-            evidence.append([_evidence(spans[s], row[s]) for s in ranking[:EVIDENCE_SPANS]])
+        for p in pointed:
+            per_question.append([t for s in sorted(p.chosen) for t in tokens[s]][: self.evidence_tokens])
+            question_ranges.append([(spans[s].start, spans[s].end) for s in sorted(p.chosen)])
+            evidence.append([_evidence(spans[s], p.reported_probabilities[s]) for s in p.reported[:EVIDENCE_SPANS]])
         shown = sorted({r for ranges in question_ranges for r in ranges})
         return ContextChoice([], shown, evidence, per_question=per_question, question_ranges=question_ranges)
 
     def question_evidence(self, document: str, questions: Sequence[str]) -> list[QuestionEvidence]:
         """Per question, its best spans and the ones laid beside it, as `__call__` lays them out."""
-        spans, _, rankings, chosen, _ = self._point(document, questions)
+        spans, pointed, _ = self._point(document, questions)
         return [
             QuestionEvidence(
-                [(spans[s].start, spans[s].end) for s in ranking[:RANKED_SPANS]],
-                [(spans[s].start, spans[s].end) for s in sorted(picked)],
+                [(spans[s].start, spans[s].end) for s in p.ranking[:RANKED_SPANS]],
+                [(spans[s].start, spans[s].end) for s in sorted(p.chosen)],
             )
-            for ranking, picked in zip(rankings, chosen)
+            for p in pointed
         ]
 
     def _point(self, document: str, questions: Sequence[str]):
-        """The document's spans, the pointer's (Q, S) probabilities, each question's ranking and the
-        spans chosen for it, and the spans' tokens. Each (document, question) is pointed once and
+        """The document's spans, each question's pointing (`_Pointed`) and the spans' tokens. Each (document, question) is pointed once and
         kept (up to `POINTED_CACHE` pairs, least recently used first out): the value chooser and the
         layout of one request both ask, and so may a later request."""
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
         with self._lock:
             read = self._document(digest, document)
             if not read.spans:
-                return [], [], [[] for _ in questions], [[] for _ in questions], {}
+                return [], [], {}
             missing = [q for q in dict.fromkeys(questions) if (digest, q) not in self._pointed]
             if missing:
                 self._point_missing(digest, document, read, missing)
@@ -164,8 +169,7 @@ class PointedContext:
                         read.tokens[span] = self.vocab.encode(read.spans[span].text)
             while len(self._pointed) > POINTED_CACHE:
                 self._pointed.popitem(last=False)
-        probs = np.stack([p.probabilities for p in pointed])
-        return read.spans, probs, [p.ranking for p in pointed], [p.chosen for p in pointed], read.tokens
+        return read.spans, pointed, read.tokens
 
     def _document(self, digest: str, document: str) -> _Document:
         read = self._documents.get(digest)
@@ -179,12 +183,13 @@ class PointedContext:
 
     def _point_missing(self, digest: str, document: str, read: _Document, questions: list[str]) -> None:
         features = pointer_features(self.embedder, document, questions, read.spans, read.index)
-        with torch.no_grad():
-            logits = self.pointer(features.question_vectors, features.span_vectors, features.lexical)
-        probs = logits.float().softmax(dim=-1).cpu().numpy()  # (Q, S)
-        for q, row in zip(questions, probs):
+        probs = _probabilities(self.pointer, features)  # (Q, S)
+        cited = probs if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)
+        for q, row, cited_row in zip(questions, probs, cited):
             ranking = np.argsort(-row, kind="stable").tolist()
-            self._pointed[(digest, q)] = _Pointed(row, ranking, self._fill(read.spans, np.asarray(ranking), read.tokens))
+            chosen = self._fill(read.spans, np.asarray(ranking), read.tokens)
+            reported = ranking if self.evidence_pointer is None else _reported(cited_row, chosen)
+            self._pointed[(digest, q)] = _Pointed(row, ranking, chosen, reported, cited_row)
 
     def _fill(self, spans: list[Span], ranking: np.ndarray, tokens: dict[int, list[int]]) -> list[int]:
         """The best-ranked spans that fit the evidence budget together (the best one always, cut to fit)."""
@@ -200,6 +205,21 @@ class PointedContext:
             if used >= self.evidence_tokens or passed >= MAX_PASSES:
                 break
         return chosen
+
+
+def _probabilities(pointer: SpanPointer, features: PointerFeatures) -> np.ndarray:
+    """(Q, S) a pointer's distribution of each question over the document's spans."""
+    with torch.no_grad():
+        logits = pointer(features.question_vectors, features.span_vectors, features.lexical)
+    return logits.float().softmax(dim=-1).cpu().numpy()
+
+
+def _reported(probabilities: np.ndarray, chosen: Sequence[int]) -> list[int]:
+    """The spans an answer reports, best first: the ones shown to its question, most probable first,
+    then the others the same way."""
+    order = np.argsort(-probabilities, kind="stable").tolist()
+    shown = set(chosen)
+    return [s for s in order if s in shown] + [s for s in order if s not in shown]
 
 
 def _call(owner, name: str) -> None:

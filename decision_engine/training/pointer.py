@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -106,10 +106,15 @@ def refit_pointer(
     identity_penalty: float,
     seed: int = 0,
     log: Callable[[str], None] = print,
+    evidence_only: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with its span pointer fitted again from
     the start on the ContractNLI training documents (the reader and value chooser unchanged); returns
-    the fit's summary, with hit@1 on the held-out documents of the same split."""
+    the fit's summary, with hit@1 on the held-out documents of the same split.
+
+    With `evidence_only` the fitted pointer becomes the checkpoint's evidence pointer
+    (`orders_evidence`): it orders the evidence answers report, while the pointer the reader was
+    trained with still lays out what each question reads, so no answer changes."""
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
     from .config import TrainConfig
     from .loop import evidenced_lines
@@ -129,6 +134,11 @@ def refit_pointer(
     fitted["held_out_documents"] = len(held_out)
     fitted["held_out_hit_at_1"] = round(hit_at_1(pointer, held_out), 4)
     log(f"pointer hit@1 on {len(held_out)} held-out documents: {fitted['held_out_hit_at_1']:.3f}")
-    model.span_pointer.load_state_dict(pointer.state_dict())
-    save_refitted(model, meta, out, folder, "pointer", fitted)
+    if evidence_only:
+        model.cfg = replace(model.cfg, orders_evidence=True)
+        model.evidence_pointer = pointer
+        save_refitted(model, meta, out, folder, "evidence_pointer", fitted)
+    else:
+        model.span_pointer.load_state_dict(pointer.state_dict())
+        save_refitted(model, meta, out, folder, "pointer", fitted)
     return fitted
