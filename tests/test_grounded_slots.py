@@ -12,6 +12,7 @@ from decision_engine.decoding.denoise import run_denoising
 from decision_engine.decoding.layout import LeadingContext, lay_out
 from decision_engine.decoding.slot_space import build_space
 from decision_engine.engine import DecisionEngine
+from decision_engine.grounding.candidates import integer_candidates
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
@@ -282,3 +283,26 @@ def test_the_grounder_reads_a_document_once_and_keeps_candidates_per_slot_bounds
     grounder.clear_cache()
     ground()
     assert len(reads) == 2
+
+
+def test_candidate_features_say_whether_operands_are_one_whole_written_list():
+    text = "Budget 91,000 approved.\nAward: pumps 860; tyres 110; cleaning 380.\nPaid."
+    mentions = find_mentions(text)
+    candidates = integer_candidates(mentions, 0, 10**6)
+    rows = {c.describe(): row for c, row in zip(candidates, candidate_features(candidates, mentions).tolist())}
+    assert rows["860 + 110 + 380"][5:] == [1.0, 1.0]  # the whole list
+    assert rows["860 + 110"][5:] == [1.0, 0.0]  # part of it
+    assert rows["91000 + 860"][5:] == [0.0, 0.0]  # two lines
+    assert rows["0 (nothing written to count)"] == [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def test_a_slot_answers_zero_from_no_mention_end_to_end_with_a_tiny_model(tiny_backend):
+    questions = [{"id": "owed", "text": "How many days of pay in lieu are owed?", "schema": {"type": "integer", "minimum": 0, "maximum": 365}}]
+    lines = [{"document": {"text": DOCUMENT}, "questions": questions, "labels": {"owed": 0}}]
+    grounder = Grounder(ValueChooser())
+    examples = choice_examples(lines, grounder.embedder)
+    assert examples[0].target[:-1].sum() == 1 and not examples[0].target[-1]  # 0 is a candidate, not written
+    torch.manual_seed(0)
+    train_chooser(grounder.chooser, examples, epochs=60, log=lambda _: None)
+    response = DecisionEngine(tiny_backend, grounder=grounder).decide(_request(questions), "joint")
+    assert response.answers[0].value == 0 and response.answers[0].fixed_by == "model"

@@ -14,6 +14,7 @@ from decision_engine.grounding.candidates import (
     covers,
     date_candidates,
     integer_candidates,
+    list_runs,
 )
 from decision_engine.grounding.date_math import add_business_days, shift
 from decision_engine.grounding.mentions import Mention, find_mentions
@@ -93,8 +94,34 @@ def test_unlike_amounts_do_not_mix():
 def test_two_readings_of_one_date_are_not_a_span():
     mentions = find_mentions("signed 08/03/2024")
     assert [m.ambiguous for m in mentions] == [True, True]
-    assert [c.operation for c in integer_candidates(mentions, 0, 10**6)] == []
+    assert [c.operation for c in integer_candidates(mentions, 0, 10**6)] == ["zero"]  # no days between them
     assert [c.value for c in date_candidates(mentions)] == [D(2024, 3, 8), D(2024, 8, 3)]
+
+
+def test_zero_is_a_candidate_of_its_own_where_the_bounds_allow_it():
+    mentions = find_mentions("Rent 1,400, deposit 2,100.")
+    candidates = integer_candidates(mentions, 0, 10**6)
+    assert [(c.value, c.operation, c.operands) for c in candidates[:3]] == [(1400, "copy", (0,)), (2100, "copy", (1,)), (0, "zero", ())]
+    assert _derivation(candidates, 0) == "0 (nothing written to count)"
+    assert not covers(integer_candidates(mentions, 1, 10**6), 0)
+    assert not covers(integer_candidates(mentions, 0, 10**6, zero=False), 0)
+    written = integer_candidates(find_mentions("0 days late, fee 40"), 0, 100)
+    assert [c.operation for c in written if c.value == 0] == ["copy"]  # a written 0 keeps its mention
+
+
+def test_a_written_list_adds_up_wherever_it_stands():
+    text = (
+        "Budgets 5,000 and 10,000 and 40,000; 3 quotes, 2 bids, 1 waiver, 60,000 cap, 91,000 approved.\n"
+        "Award covering pumps USD 860; tyres USD 110; cleaning USD 380.\n"
+        "Fee 12 and 13."
+    )
+    mentions = find_mentions(text)
+    candidates = integer_candidates(mentions, 0, 10**6)
+    assert _derivation(candidates, 1350) == "860 + 110 + 380"  # past the first 8 distinct amounts
+    assert covers(candidates, 490)  # 110 + 380, two items of the list
+    assert list_runs(mentions)[-1] == (len(mentions) - 2, len(mentions) - 1)  # 12 and 13
+    assert all(len({mentions[k].line for k in run}) == 1 for run in list_runs(mentions))  # one line each
+    assert (len(mentions) - 3, len(mentions) - 2) not in list_runs(mentions)  # 380 and 12: two lines
 
 
 def test_bounds_drop_candidates():
@@ -116,8 +143,8 @@ def test_order_is_copies_then_steps_by_latest_operand():
     mentions = find_mentions("5% of 16,000 and 300, from 2024-03-08 to 2024-04-08")
     candidates = integer_candidates(mentions, 0, 10**6)
     steps = ["percent_of", "add", "subtract", "percent_of", "days_between"]
-    assert [c.operation for c in candidates] == ["copy"] * 3 + steps
-    assert candidates[3].operands == (0, 1)
+    assert [c.operation for c in candidates] == ["copy"] * 3 + ["zero"] + steps
+    assert candidates[4].operands == (0, 1)
 
 
 def test_the_cap_keeps_a_deterministic_prefix():

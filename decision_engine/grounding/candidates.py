@@ -7,8 +7,12 @@ value reachable several ways keeps its first derivation, and at most `limit` can
 
 Amounts add and subtract within their own kind: numbers with numbers, durations with durations of
 the same unit (30 days + 15 days, never 30 days + 2 weeks or 10 business days). Two-operand steps run over the first
-`PAIR_POOL` distinct values of each kind, sums of three and four over the first `SUM_POOL`.
+`PAIR_POOL` distinct values of each kind, sums of three and four over the first `SUM_POOL`; a list's
+items add up wherever it stands: every run of two to four amounts of one kind written one after the
+other on one line (`list_runs`) is summed too.
 Percentages are copied and serve as the p of "p percent of" a number, never as an amount.
+An integer slot whose bounds allow it may also answer 0 from no mention at all ("zero": nothing owed,
+nothing short, nothing found), which no step over written values reaches.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from itertools import combinations
 from .date_math import shift
 from .mention import Mention
 
-OPERATIONS = ("copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of")
+OPERATIONS = ("copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of", "zero")
 MAX_CANDIDATES = 256  # keeps a slot's table of choices small
 PAIR_POOL = 24  # distinct values per operand role in two-operand steps (276 pairs at most)
 SUM_POOL = 8  # sums of three and four amounts over the first 8 distinct ones (56 + 70 sums)
+MAX_RUN = 4  # the most items of a written list that are summed (a sum's operands)
 
 _RANK = {operation: rank for rank, operation in enumerate(OPERATIONS)}
 
@@ -43,6 +48,8 @@ class Candidate:
         terms = self.terms
         if self.operation == "copy":
             return f"copy {terms[0]}"
+        if self.operation == "zero":
+            return "0 (nothing written to count)"
         if self.operation == "compare":
             return f"{terms[0]} compared with {terms[1]}"
         if self.operation == "date_minus" or self.operation == "subtract":
@@ -59,9 +66,13 @@ def integer_candidates(
     minimum: int | None = None,
     maximum: int | None = None,
     limit: int = MAX_CANDIDATES,
+    zero: bool = True,
 ) -> list[Candidate]:
-    """Copies of numbers and duration counts, days between dates, a + b, a - b, sums, p% of a."""
+    """Copies of numbers and duration counts, then 0 (with `zero`), days between dates, a + b,
+    a - b, sums, p% of a."""
     copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
+    if zero:
+        copies.append(_step("zero", 0))  # after the copies: a "0" written in the text keeps its mention
     groups = _amount_groups(mentions)
     percents = _distinct(mentions, lambda m: m.unit == "percent")[:PAIR_POOL]
     dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
@@ -80,6 +91,9 @@ def integer_candidates(
         for size in (3, 4):
             for terms in combinations(amounts[:SUM_POOL], size):
                 steps.append(_step("sum", sum(mentions[k].value for k in terms), *terms))
+    for run in list_runs(mentions):
+        operation = "add" if len(run) == 2 else "sum"
+        steps.append(_step(operation, sum(mentions[k].value for k in run), *run))
     for p in percents:
         for a in groups.get("number", []):
             # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
@@ -111,6 +125,31 @@ def date_candidates(
     return _finish(mentions, copies, steps, _within(low, high), limit)
 
 
+def amount_group(mention: Mention) -> str | None:
+    """Which amounts `mention` adds up with: "number" for plain numbers, the unit for durations (with
+    " business" for business days); None for dates and percentages."""
+    if mention.kind == "date" or mention.unit == "percent":
+        return None
+    return "number" if mention.unit is None else mention.unit + (" business" if mention.business else "")
+
+
+def list_runs(mentions: Sequence[Mention]) -> list[tuple[int, ...]]:
+    """Every run of 2 to `MAX_RUN` amounts of one group written one after the other on one line, with
+    no other mention between them (mention indices, in text order)."""
+    runs = []
+    for first in range(len(mentions)):
+        group = amount_group(mentions[first])
+        if group is None:
+            continue
+        run = [first]
+        for k in range(first + 1, len(mentions)):
+            if amount_group(mentions[k]) != group or mentions[k].line != mentions[first].line or len(run) == MAX_RUN:
+                break
+            run.append(k)
+            runs.append(tuple(run))
+    return runs
+
+
 def covers(candidates: Iterable[Candidate], value: int | dt.date) -> bool:
     """Whether some candidate takes exactly `value`."""
     return any(type(c.value) is type(value) and c.value == value for c in candidates)
@@ -140,9 +179,9 @@ def _amount_groups(mentions: Sequence[Mention]) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = {}
     seen: set[tuple[str, int]] = set()
     for i, mention in enumerate(mentions):
-        if mention.kind == "date" or mention.unit == "percent":
+        group = amount_group(mention)
+        if group is None:
             continue
-        group = "number" if mention.unit is None else mention.unit + (" business" if mention.business else "")
         if (group, mention.value) not in seen:
             seen.add((group, mention.value))
             groups.setdefault(group, []).append(i)

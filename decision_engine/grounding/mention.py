@@ -26,3 +26,4 @@ class Mention:
     currency: str | None = None  # ISO code of a money amount ("USD" for "$16,000")
     business: bool = False  # a duration in business (working) days
     ambiguous: bool = False  # a day/month reading the document does not settle
+    line: int = 0  # the document line it starts on, counted from 0 (items of one list share a line)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from dataclasses import replace
+
 from .dates import infer_day_first, read_dates
 from .mention import Mention
 from .quantities import read_quantities
@@ -20,4 +23,6 @@ def find_mentions(text: str, day_first: bool | None = None) -> list[Mention]:
         day_first = infer_day_first(text)
     dates, date_spans = read_dates(text, day_first)
     quantities = read_quantities(text, date_spans)
-    return sorted(dates + quantities, key=lambda mention: mention.start)
+    found = sorted(dates + quantities, key=lambda mention: mention.start)
+    breaks = [i for i, c in enumerate(text) if c == "\n"]
+    return [replace(m, line=bisect_right(breaks, m.start - 1)) for m in found]

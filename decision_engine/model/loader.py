@@ -232,6 +232,9 @@ def _grown_state(
         _fit_chooser_state(state, fresh_chooser, folder)
     if cfg.compares_values:
         _fit_comparer_state(state, fresh_comparer, folder)
+    else:  # a config grown without the comparison chooser leaves a saved one out
+        for k in [k for k in state if k.startswith("comparison_chooser.")]:
+            del state[k]
     return state
 
 

@@ -34,7 +34,7 @@ FLOOR = 1e-6  # the least probability a choice column is given, so its logit sta
 
 def comparison_candidates(mentions: Sequence[Mention]) -> list[Candidate]:
     """The values either side of a comparison may take: integer candidates, then date candidates."""
-    return [*integer_candidates(mentions, limit=SIDE_CANDIDATES), *date_candidates(mentions, limit=SIDE_CANDIDATES)]
+    return [*integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False), *date_candidates(mentions, limit=SIDE_CANDIDATES)]
 
 
 @dataclass

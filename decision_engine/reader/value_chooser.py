@@ -20,7 +20,7 @@ from collections import defaultdict
 import torch
 from torch import nn
 
-from ..grounding.candidates import OPERATIONS, Candidate
+from ..grounding.candidates import OPERATIONS, Candidate, amount_group
 from ..grounding.mention import DURATION_UNITS, Mention
 
 DIM = 384  # the base sentence encoder's width
@@ -29,7 +29,7 @@ KIND_FEATURES = 6 + len(DURATION_UNITS)  # date, number, percent, money, busines
 PLACE_FEATURES = 7  # where a mention stands among the document's values (see `place_features`)
 RELEVANCE_FEATURES = 2  # whether the span pointer lays the mention beside the question (see `relevance_features`)
 MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES + RELEVANCE_FEATURES
-CANDIDATE_FEATURES = 5  # how a candidate's operands lie in the text (see `candidate_features`)
+CANDIDATE_FEATURES = 7  # how a candidate's operands lie in the text (see `candidate_features`)
 RANK = 64  # width of each operand role's bilinear form
 ROLES = 2  # per operation: the first operand, and every later one
 MAX_OPERANDS = 4  # sums take up to four amounts
@@ -106,18 +106,35 @@ def question_mention_features(document_features: torch.Tensor, mentions: Sequenc
 
 def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> torch.Tensor:
     """(K, CANDIDATE_FEATURES) how each candidate's operands lie in the text: whether it has several,
-    how far apart they are written, whether the first comes first, how many there are, and whether the
-    value is zero."""
+    how far apart they are written, whether the first comes first, how many there are, whether the
+    value is zero, whether they are items of one written list (amounts of one kind one after the other
+    on one line), and whether they are that whole list."""
     rows = []
     for c in candidates:
         used = [mentions[j] for j in c.operands]
         zero = float(isinstance(c.value, int) and c.value == 0)
         if len(used) > 1:
             spread = max(m.start for m in used) - min(m.start for m in used)
-            rows.append([1.0, math.log1p(spread) / 8, float(used[0].start < used[1].start), len(used) / MAX_OPERANDS, zero])
+            listed, whole = _list_items(c.operands, mentions)
+            rows.append([
+                1.0, math.log1p(spread) / 8, float(used[0].start < used[1].start), len(used) / MAX_OPERANDS, zero,
+                float(listed), float(whole),
+            ])
         else:
-            rows.append([0.0, 0.0, 0.0, 1 / MAX_OPERANDS, zero])
+            rows.append([0.0, 0.0, 0.0, len(used) / MAX_OPERANDS, zero, 0.0, 0.0])
     return torch.tensor(rows, dtype=torch.float32).reshape(len(candidates), CANDIDATE_FEATURES)
+
+
+def _list_items(operands: Sequence[int], mentions: Sequence[Mention]) -> tuple[bool, bool]:
+    """Whether the operands are items of one written list, and whether they are all of it."""
+    ordered = sorted(operands)
+    group, line = amount_group(mentions[ordered[0]]), mentions[ordered[0]].line
+
+    def item(k: int) -> bool:
+        return 0 <= k < len(mentions) and amount_group(mentions[k]) == group and mentions[k].line == line
+
+    listed = group is not None and ordered == list(range(ordered[0], ordered[-1] + 1)) and all(item(k) for k in ordered)
+    return listed, listed and not item(ordered[0] - 1) and not item(ordered[-1] + 1)
 
 
 @dataclass
@@ -178,7 +195,7 @@ class ValueChooser(nn.Module):
         per_candidate = pair[torch.arange(b)[:, None], operations]  # (B, K, R, M): under each candidate's operation
         present = operands >= 0  # (B, K, O)
         index = operands.clamp(min=0)  # (B, K, O)
-        first = torch.gather(per_candidate[:, :, 0], 2, index[..., :1]).squeeze(-1)  # (B, K)
+        first = torch.gather(per_candidate[:, :, 0], 2, index[..., :1]).squeeze(-1) * present[..., 0]  # (B, K); 0 for "zero"
         later = torch.gather(per_candidate[:, :, 1], 2, index[..., 1:])  # (B, K, O-1)
         later_present = present[..., 1:].float()
         later_mean = (later * later_present).sum(-1) / later_present.sum(-1).clamp(min=1)

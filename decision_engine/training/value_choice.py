@@ -192,8 +192,15 @@ def add_value_chooser(
 
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
 
+    from ..model.loader import ModelLoadError
+
     saved, meta = checkpoint_config(folder)
-    model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
+    try:
+        model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
+    except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
+        model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True, compares_values=False), fresh_chooser=True)
+        log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
+            "fit a new one with `decision-engine fit-comparer`")
     pointer = model_pointer(model)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer)
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
