@@ -17,7 +17,7 @@ from decision_engine.reader.span_pointer import SpanPointer
 from decision_engine.retrieval.pointed import PointedContext, _reported
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_pointed_evidence import DOCUMENT, WORDS, WordEmbedder  # noqa: E402
+from test_pointed_evidence import DOCUMENT, WORDS, WordEmbedder, nli_request, trained_pointed_model  # noqa: E402
 
 QUESTION = "Must the recipient return or destroy materials under this agreement?"
 
@@ -78,22 +78,11 @@ def test_an_evidence_pointer_saves_and_loads_and_a_missing_one_starts_as_the_lay
 
 
 def test_fit_pointer_evidence_only_adds_an_evidence_pointer_and_keeps_every_other_weight(tmp_path, capsys):
-    from test_contractnli import synthetic_file
-
     from decision_engine.cli import main
     from decision_engine.factory import build_engine
     from decision_engine.options import EngineOptions
-    from decision_engine.training.config import TrainConfig
-    from decision_engine.training.loop import train
-    from test_pointed_evidence import nli_request
 
-    data = synthetic_file(tmp_path)
-    cfg = TrainConfig(
-        name="pointed-smoke", model="tiny", from_base=False, generated_groups_per_epoch=4, epochs=1, batch_size=4,
-        max_steps=1, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False, points_at_spans=True,
-        pointer_epochs=1, contractnli_path=str(data), contractnli_validation_fraction=0.0,
-    )
-    train(cfg, tmp_path / "model")
+    data = trained_pointed_model(tmp_path)
     capsys.readouterr()
     out = tmp_path / "ordered"
     args = ["fit-pointer", "--model", str(tmp_path / "model"), "--out", str(out), "--contractnli", str(data), "--epochs", "3"]

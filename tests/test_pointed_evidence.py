@@ -205,15 +205,14 @@ def test_segments_read_alone_keeps_each_question_blind_to_the_others_evidence():
     assert not torch.allclose(a.keys[-1][0, :, 0], b.keys[-1][0, :, 0], atol=1e-4)  # [CLS] reads every question
 
 
-def test_fit_pointer_fits_the_pointer_again_and_leaves_the_reader_alone(tmp_path, capsys):
-    import json
+def trained_pointed_model(tmp_path):
+    """A tiny pointed model trained for one step into `tmp_path / "model"`; returns its ContractNLI file."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_contractnli import synthetic_file
 
-    from decision_engine.cli import main
     from decision_engine.training.config import TrainConfig
     from decision_engine.training.loop import train
 
@@ -224,6 +223,15 @@ def test_fit_pointer_fits_the_pointer_again_and_leaves_the_reader_alone(tmp_path
         pointer_epochs=1, contractnli_path=str(data), contractnli_validation_fraction=0.0,
     )
     train(cfg, tmp_path / "model")
+    return data
+
+
+def test_fit_pointer_fits_the_pointer_again_and_leaves_the_reader_alone(tmp_path, capsys):
+    import json
+
+    from decision_engine.cli import main
+
+    data = trained_pointed_model(tmp_path)
     capsys.readouterr()
     out = tmp_path / "refitted"
     assert main(["fit-pointer", "--model", str(tmp_path / "model"), "--out", str(out), "--contractnli", str(data), "--epochs", "3"]) == 0

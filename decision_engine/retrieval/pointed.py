@@ -149,9 +149,10 @@ class PointedContext:
         ]
 
     def _point(self, document: str, questions: Sequence[str]):
-        """The document's spans, each question's pointing (`_Pointed`) and the spans' tokens. Each (document, question) is pointed once and
-        kept (up to `POINTED_CACHE` pairs, least recently used first out): the value chooser and the
-        layout of one request both ask, and so may a later request."""
+        """The document's spans, each question's pointing (`_Pointed`) and the spans' tokens. Each
+        (document, question) is pointed once and kept (up to `POINTED_CACHE` pairs, least recently
+        used first out): the value chooser and the layout of one request both ask, and so may a later
+        request."""
         digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
         with self._lock:
             read = self._document(digest, document)
