@@ -82,7 +82,7 @@ class NativeBackend:
         self.reads_documents = model.cfg.reads_documents
         self.documents: DocumentCache = DocumentCache(cache_bytes)  # encoded documents, for reading models
         self.span_pointer = model.span_pointer  # lays each question's evidence beside it (retrieval/pointed.py)
-        self.evidence_pointer = getattr(model, "evidence_pointer", None)  # orders the evidence answers report, where fitted
+        self.evidence_pointer = model.evidence_pointer  # orders the evidence answers report, where fitted
         self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
         self.comparison_chooser = model.comparison_chooser  # may answer boolean slots by a comparison (the same)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)

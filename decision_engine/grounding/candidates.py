@@ -133,17 +133,23 @@ def amount_group(mention: Mention) -> str | None:
     return "number" if mention.unit is None else mention.unit + (" business" if mention.business else "")
 
 
+def in_one_list(head: Mention, other: Mention) -> bool:
+    """Whether `other` may be an item of the written list `head` is in: an amount of the same group on
+    the same line."""
+    group = amount_group(head)
+    return group is not None and amount_group(other) == group and other.line == head.line
+
+
 def list_runs(mentions: Sequence[Mention]) -> list[tuple[int, ...]]:
     """Every run of 2 to `MAX_RUN` amounts of one group written one after the other on one line, with
     no other mention between them (mention indices, in text order)."""
     runs = []
     for first in range(len(mentions)):
-        group = amount_group(mentions[first])
-        if group is None:
+        if amount_group(mentions[first]) is None:
             continue
         run = [first]
         for k in range(first + 1, len(mentions)):
-            if amount_group(mentions[k]) != group or mentions[k].line != mentions[first].line or len(run) == MAX_RUN:
+            if not in_one_list(mentions[first], mentions[k]) or len(run) == MAX_RUN:
                 break
             run.append(k)
             runs.append(tuple(run))

@@ -228,15 +228,13 @@ class BlockDiffusionModel(nn.Module):
         self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.question_summary = question_summary_layer(cfg.hidden) if cfg.question_summary else None
         self.span_pointer = None
+        self.evidence_pointer = None  # fitted on gold evidence alone: orders what answers report, lays out nothing
         if cfg.points_at_spans:
             from ..reader.span_pointer import SpanPointer
 
             self.span_pointer = SpanPointer()
-        self.evidence_pointer = None  # fitted on gold evidence alone; orders what answers report, lays out nothing
-        if cfg.points_at_spans and cfg.orders_evidence:
-            from ..reader.span_pointer import SpanPointer
-
-            self.evidence_pointer = SpanPointer()
+            if cfg.orders_evidence:
+                self.evidence_pointer = SpanPointer()
         self.value_chooser = None
         if cfg.chooses_values:
             from ..reader.value_chooser import ValueChooser

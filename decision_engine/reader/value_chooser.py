@@ -20,7 +20,7 @@ from collections import defaultdict
 import torch
 from torch import nn
 
-from ..grounding.candidates import OPERATIONS, Candidate, amount_group
+from ..grounding.candidates import OPERATIONS, Candidate, in_one_list
 from ..grounding.mention import DURATION_UNITS, Mention
 
 DIM = 384  # the base sentence encoder's width
@@ -128,12 +128,12 @@ def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Menti
 def _list_items(operands: Sequence[int], mentions: Sequence[Mention]) -> tuple[bool, bool]:
     """Whether the operands are items of one written list, and whether they are all of it."""
     ordered = sorted(operands)
-    group, line = amount_group(mentions[ordered[0]]), mentions[ordered[0]].line
+    head = mentions[ordered[0]]
 
     def item(k: int) -> bool:
-        return 0 <= k < len(mentions) and amount_group(mentions[k]) == group and mentions[k].line == line
+        return 0 <= k < len(mentions) and in_one_list(head, mentions[k])
 
-    listed = group is not None and ordered == list(range(ordered[0], ordered[-1] + 1)) and all(item(k) for k in ordered)
+    listed = ordered == list(range(ordered[0], ordered[-1] + 1)) and all(item(k) for k in ordered)
     return listed, listed and not item(ordered[0] - 1) and not item(ordered[-1] + 1)
 
 

@@ -190,9 +190,7 @@ def add_value_chooser(
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given)."""
     from dataclasses import replace
 
-    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
-
-    from ..model.loader import ModelLoadError
+    from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
 
     saved, meta = checkpoint_config(folder)
     try:
