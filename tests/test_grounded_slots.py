@@ -131,6 +131,55 @@ def test_a_step_that_only_chooses_values_counts_as_a_step_and_not_as_a_pass(voca
     assert block.steps == 3  # then each unsure choice took a step of its own, with no forward pass
 
 
+def _flag_and_amounts():
+    amount = {"type": "integer", "minimum": 0, "maximum": 100000}
+    return _request([
+        {"id": "flag", "text": "Was the deposit paid?", "schema": {"type": "boolean"}},
+        {"id": "deposit", "text": "How much was the deposit?", "schema": amount},
+        {"id": "rent", "text": "What is the rent?", "schema": amount},
+    ])
+
+
+def test_values_the_document_gives_settle_before_the_model_reads_the_block(vocab):
+    seen = []
+
+    def record(call, rows, ids):
+        seen.append(ids.clone())
+        return torch.zeros(ids.shape[0], ids.shape[1], 30522)
+
+    fake = FakeModel(vocab, record)
+    layout = lay_out(_flag_and_amounts(), "joint", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(_prefer(1450, margin=1.0)))
+    run_denoising(fake, layout.blocks)
+    (block,) = layout.blocks
+    assert fake.calls == 1 and layout.group.constraints.value(1) == 1450
+    flag_position = [i for i, (s, _) in enumerate(block.positions) if s == 0][0]
+    first = seen[0][0].tolist()
+    read_slots = [block.positions[i][0] for i in block.read]
+    assert first[block.read.index(flag_position)] == vocab.mask_id  # the model answers the flag...
+    assert vocab.mask_id not in [t for t, s in zip(first, read_slots) if s != 0]  # ...with both amounts in view
+    assert block.group.fixed_step[1] < block.group.fixed_step[0] and block.group.fixed_step[2] < block.group.fixed_step[0]
+
+
+def test_a_sequential_block_still_answers_left_to_right(vocab):
+    fake = FakeModel(vocab, lambda call, rows, ids: torch.zeros(ids.shape[0], ids.shape[1], 30522))
+    layout = lay_out(_flag_and_amounts(), "sequential", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(_prefer(1450)))
+    run_denoising(fake, layout.blocks)
+    steps = layout.group.fixed_step
+    assert steps[0] < steps[1] < steps[2]  # the flag first, though the amounts' choices need no pass
+
+
+def test_max_steps_counts_forward_passes_not_steps_that_only_choose(vocab):
+    fake = FakeModel(vocab, lambda call, rows, ids: torch.zeros(ids.shape[0], ids.shape[1], 30522))
+    request = _flag_and_amounts()
+    request.options.max_steps = 1
+    unsure = lambda values: torch.zeros(len(values) + 1)  # noqa: E731 - no choice passes the threshold
+    layout = lay_out(request, "joint", vocab, LeadingContext(vocab), 512, grounder=FixedGrounder(unsure))
+    run_denoising(fake, layout.blocks)
+    (block,) = layout.blocks
+    assert block.passes == fake.calls == 1  # two steps chose values, then the one allowed pass read the flag
+    assert all(layout.group.constraints.slot_done(s) for s in range(3))
+
+
 def test_write_lets_the_model_write_the_digits(vocab):
     def digits_of_77(call, rows, ids):
         logits = torch.zeros(ids.shape[0], ids.shape[1], 30522)

@@ -4,7 +4,10 @@ Each step runs one forward pass per open block; every masked position whose
 constrained confidence reaches the threshold is committed, or the single most
 confident one when none does (`sequential` blocks commit only their leftmost open
 position). Positions left with a single allowed token are filled without a
-forward pass, in every mode alike.
+forward pass, in every mode alike. Choice positions of grounded slots, scored by
+the value and comparison choosers rather than the model, settle first by the same
+rule in steps that need no forward pass, so the model answers the rest of a block
+with those values in view; `max_steps` bounds the forward passes.
 """
 
 from __future__ import annotations
@@ -62,27 +65,33 @@ class Block:
         spaces = self.group.constraints.spaces
         self.positions = [(s, p) for s in self.slots for p in range(spaces[s].length)]
         self.read = [i for i, (s, p) in enumerate(self.positions) if p not in spaces[s].choice_positions]
+        self._reads = set(self.read)
         for s in self.slots:
             self.group.block_of[s] = self
 
     def open_positions(self) -> list[int]:
-        """Positions that are masked and may be committed now."""
+        """Positions that are masked and may be committed now. Outside sequential blocks, while a choice
+        position is open only choice positions are: the values the document gives settle first, and the
+        model reads them when it answers the rest of the block."""
         c = self.group.constraints
-        return [i for i, (s, p) in enumerate(self.positions) if c.is_ready(s, p)]
+        ready = [i for i, (s, p) in enumerate(self.positions) if c.is_ready(s, p)]
+        if self.sequential:
+            return ready
+        choosing = [i for i in ready if i not in self._reads]
+        return choosing or ready
 
     def allowed_tokens(self) -> set[int]:
         """Every token some open position of the block may still take."""
         c = self.group.constraints
         tokens: set[int] = set()
-        for s, p in self.positions:
-            if c.is_ready(s, p):
-                tokens.update(c.allowed(s)[p])
+        for i in self.open_positions():
+            s, p = self.positions[i]
+            tokens.update(c.allowed(s)[p])
         return tokens
 
     def needs_model(self) -> bool:
         """Whether an open position takes its logits from the model (not a choice position)."""
-        c = self.group.constraints
-        return any(c.is_ready(*self.positions[i]) for i in self.read)
+        return any(i in self._reads for i in self.open_positions())
 
 
 @dataclass(frozen=True)
@@ -251,7 +260,7 @@ def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:
             blocks[i].pointed = found
     cached = list(live)  # block index of each cache row
     while True:
-        active = [i for i in live if blocks[i].open_positions() and blocks[i].steps < blocks[i].group.max_steps]
+        active = [i for i in live if blocks[i].open_positions() and blocks[i].passes < blocks[i].group.max_steps]
         if not active:
             break
         if active != cached:  # compact the cache only when blocks finish, not every step
