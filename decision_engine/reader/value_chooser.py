@@ -184,6 +184,7 @@ class ValueChooser(nn.Module):
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
         b, m = mentions.shape[:2]
         k, d, ops = operations.shape[1], self.dim, len(OPERATIONS)
+        questions = self.drop(questions)  # every part reads the question through dropout, the operand forms twice
         cosines = torch.stack([
             (mentions[..., :d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the mention's own tokens
             (mentions[..., d : 2 * d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the words before it
