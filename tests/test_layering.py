@@ -78,3 +78,16 @@ def test_the_engine_lays_out_with_the_pure_layout_function(vocab, tiny_backend):
         uncapped = lay_out(request, mode, vocab, LeadingContext(vocab), tiny_backend.max_positions)
         assert [b.prefix for b in by_engine.blocks] == [b.prefix for b in uncapped.blocks]
         assert by_engine.shown_ranges == uncapped.shown_ranges
+
+
+def test_transformers_model_code_imports_from_the_repository_root():
+    """The repository's top-level `kernels/` folder installs as `decision_engine.kernels`, but from a
+    checkout's root it is importable as `kernels` too; transformers must not need a package of that name."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    run = subprocess.run(
+        [sys.executable, "-c", "import transformers.activations"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, f"importing transformers' model code from {root} fails:\n{run.stderr[-2000:]}"
