@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import replace
 
@@ -24,5 +25,5 @@ def find_mentions(text: str, day_first: bool | None = None) -> list[Mention]:
     dates, date_spans = read_dates(text, day_first)
     quantities = read_quantities(text, date_spans)
     found = sorted(dates + quantities, key=lambda mention: mention.start)
-    breaks = [i for i, c in enumerate(text) if c == "\n"]
+    breaks = [newline.start() for newline in re.finditer("\n", text)]
     return [replace(m, line=bisect_right(breaks, m.start - 1)) for m in found]
