@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -286,7 +287,10 @@ def _models(args: argparse.Namespace) -> int:
 def _fit_chooser(args: argparse.Namespace) -> int:
     from .training.value_choice import add_value_chooser
 
-    return _fit_part(args, add_value_chooser)
+    if args.question_variants < 0:
+        print("error: --question-variants must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(args, functools.partial(add_value_chooser, question_variants=args.question_variants))
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -422,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
     _add_fit_arguments(chooser, 'checkpoint folder, or "bundled" (default)', "its chooser", 40, "integer and date questions")
+    chooser.add_argument(
+        "--question-variants", type=int, default=0,
+        help="also train on this many copies of each question with a quarter of its words left out (default 0)",
+    )
     chooser.set_defaults(func=_fit_chooser)
 
     comparer = sub.add_parser(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
@@ -18,7 +19,7 @@ from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
 from decision_engine.reader.value_chooser import ValueChooser, candidate_features, place_features
 from decision_engine.rules import RuleSet
-from decision_engine.training.value_choice import choice_accuracy, choice_examples, train_chooser
+from decision_engine.training.value_choice import choice_accuracy, choice_examples, drop_words, train_chooser
 from decision_engine.types import AnswerSchema, Rule
 from decision_engine.validation import request_from_object
 
@@ -355,3 +356,24 @@ def test_a_slot_answers_zero_from_no_mention_end_to_end_with_a_tiny_model(tiny_b
     train_chooser(grounder.chooser, examples, epochs=60, log=lambda _: None)
     response = DecisionEngine(tiny_backend, grounder=grounder).decide(_request(questions), "joint")
     assert response.answers[0].value == 0 and response.answers[0].fixed_by == "model"
+
+
+def test_question_variants_leave_words_out_and_keep_each_answer():
+    asked = "How many days of notice did the tenant give in writing?"
+    rng = random.Random(0)
+    reworded = [drop_words(asked, rng) for _ in range(20)]
+    assert all(r.split() == [w for w in asked.split() if w in r.split()] for r in reworded)  # words kept in order
+    assert len(set(reworded)) > 5  # the words left out differ from variant to variant
+    assert drop_words("deposit?", random.Random(0), share=1.0) == "deposit?"  # a question never becomes empty
+    lines = [{
+        "document": {"text": DOCUMENT},
+        "questions": [{"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}],
+        "labels": {"deposit": 1450},
+    }]
+    grounder = Grounder(ValueChooser())
+    plain = choice_examples(lines, grounder.embedder)
+    varied = choice_examples(lines, grounder.embedder, variants=3, seed=1)
+    assert len(plain) == 1 and len(varied) == 4
+    assert torch.equal(varied[0].question, plain[0].question)  # the question as asked comes first
+    assert all(torch.equal(v.target, plain[0].target) and v.table is varied[0].table for v in varied[1:])
+    assert any(not torch.allclose(v.question, plain[0].question) for v in varied[1:])

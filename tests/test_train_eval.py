@@ -387,6 +387,18 @@ def test_fit_chooser_adds_a_value_chooser_beside_an_unchanged_reader(smoke_check
     assert all(torch.equal(v, before.state_dict()[k]) for k, v in reader.items())
 
 
+def test_fit_chooser_question_variants_multiply_the_training_questions(smoke_checkpoint, tmp_path, capsys):
+    args = ["fit-chooser", "--model", str(smoke_checkpoint), "--groups", "2", "--epochs", "1"]
+    assert main([*args, "--out", str(tmp_path / "plain")]) == 0
+    plain = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main([*args, "--out", str(tmp_path / "varied"), "--question-variants", "2"]) == 0
+    varied = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert varied["examples"] == 3 * plain["examples"] > 0
+    assert varied["question_variants"] == 2 and "question_variants" not in plain
+    assert main([*args, "--out", str(tmp_path / "bad"), "--question-variants", "-1"]) == 2
+    assert "--question-variants" in capsys.readouterr().err
+
+
 def test_a_value_chooser_of_another_layout_is_a_clear_error_and_can_be_fitted_again(smoke_checkpoint, tmp_path, capsys):
     from safetensors.torch import load_file, save_file
 

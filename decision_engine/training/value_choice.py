@@ -28,6 +28,7 @@ from .generated_fit import fit_on_generated, model_pointer
 from ..types import AnswerSchema
 
 BATCH = 64
+WORD_DROP = 0.25  # the share of words a variant leaves out
 CHOOSER_SEED = 7_000  # the chooser's generated groups: apart from the reader's epochs (seed * 1000 + epoch)
 
 
@@ -51,9 +52,21 @@ def gold_value(schema: AnswerSchema, label):
         return None
 
 
-def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ChoiceExample]:
+def drop_words(text: str, rng: random.Random, share: float = WORD_DROP) -> str:
+    """`text` with each word left out at chance `share` (at least one word kept)."""
+    words = text.split()
+    kept = [w for w in words if rng.random() >= share]
+    return " ".join(kept or words[:1])
+
+
+def choice_examples(
+    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0
+) -> list[ChoiceExample]:
     """Examples from labelled request lines: one per integer or date question with a label; with
-    `pointer` (a context with `question_evidence`), each question's mentions carry where it points."""
+    `pointer` (a context with `question_evidence`), each question's mentions carry where it points.
+    With `variants`, each question also comes that many more times, read with some of its words left
+    out (`drop_words`), so the chooser meets wordings the generator's few paraphrases never use."""
+    rng = random.Random(seed)
     out = []
     for line in lines:
         labels = line.get("labels") or {}
@@ -69,13 +82,17 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None)
         features = mention_features(embedder, text, mentions)
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
+        reworded = embedder.embed([drop_words(t, rng) for t in texts for _ in range(variants)]) if variants else None
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
-        for vector, evidence, (_, schema, gold) in zip(vectors, looked, asked):
+        for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
             candidates = slot_candidates(schema, mentions)
             right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
             target = torch.tensor([*right, not any(right)], dtype=torch.bool)
             seen = question_mention_features(features, mentions, evidence)
-            out.append(ChoiceExample(vector, seen, CandidateTable.of(candidates, mentions), target))
+            table = CandidateTable.of(candidates, mentions)
+            out.append(ChoiceExample(vector, seen, table, target))
+            for v in range(variants):
+                out.append(ChoiceExample(reworded[i * variants + v].clone(), seen, table, target))
     return out
 
 
@@ -165,16 +182,22 @@ def fit_value_chooser(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     pointer=None,
+    question_variants: int = 0,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups, then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
-    None for a model without a span pointer."""
-    return fit_on_generated(
+    None for a model without a span pointer. `question_variants`: more copies of each training
+    question with words left out (`choice_examples`)."""
+    fitted = fit_on_generated(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
         first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_chooser, accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
+        training_examples_of=lambda lines, embedder, pointer: choice_examples(
+            lines, embedder, pointer, variants=question_variants, seed=seed
+        ),
     )
+    return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
 
 
 def add_value_chooser(
@@ -185,6 +208,7 @@ def add_value_chooser(
     seed: int = 0,
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
+    question_variants: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given)."""
@@ -200,6 +224,6 @@ def add_value_chooser(
         log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
             "fit a new one with `decision-engine fit-comparer`")
     pointer = model_pointer(model)
-    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer)
+    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants)
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted
