@@ -82,6 +82,12 @@ class Server:
             self.stop()
 
 
+# The service answers /healthz within a second; the poller shares the in-process server's GIL with the
+# rule work it measures against, so on a slow 2-core CPU its own wait can add a few tenths of a second.
+# The limit still fails on a freeze (before the fix, /healthz stopped answering for over 90 s).
+HEALTH_LIMIT_S = 1.5
+
+
 class HealthPoller(threading.Thread):
     """Polls /healthz every 50 ms and keeps each answer's latency (a failed poll counts as infinite)."""
 
@@ -142,7 +148,7 @@ def test_default_limits_refuse_heavy_rules_quickly(tmp_path, vocab):
             assert "limit" in reply.json()["problem"]
         reply, _ = post(server.url, NORMAL)
         assert reply.status_code == 201, reply.text
-    assert max(poller.latencies) < 1.0, sorted(poller.latencies)[-5:]
+    assert max(poller.latencies) < HEALTH_LIMIT_S, sorted(poller.latencies)[-5:]
     assert len(model.prefixes) == 1  # only the normal request reached the model
 
 
@@ -165,7 +171,7 @@ def test_heavy_rules_within_raised_limits_keep_the_server_answering(tmp_path, vo
         time.sleep(0.3)
         assert server.stop() < BUDGET_S + 5.0  # a stop asked for mid-request waits at most for its budget
         racing.join()
-    assert answered and max(answered) < 1.0, sorted(answered)[-5:]
+    assert answered and max(answered) < HEALTH_LIMIT_S, sorted(answered)[-5:]
 
 
 def test_a_request_over_its_budget_gets_503_and_costs_no_model_time(tmp_path, vocab):
@@ -180,7 +186,7 @@ def test_a_request_over_its_budget_gets_503_and_costs_no_model_time(tmp_path, vo
             assert time.monotonic() < deadline, "the server never decided again"
             time.sleep(0.1)  # retrying as a client would, not spinning: this client shares the server's process and GIL
         assert normal.status_code == 201, normal.text
-    assert max(poller.latencies) < 1.0, sorted(poller.latencies)[-5:]
+    assert max(poller.latencies) < HEALTH_LIMIT_S, sorted(poller.latencies)[-5:]
     normal_prefix = model.prefixes[-1].token_ids  # the request decided last was a normal one
     assert all(p.token_ids == normal_prefix for p in model.prefixes), "the abandoned request reached the model"
 
