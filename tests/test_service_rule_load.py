@@ -128,6 +128,7 @@ class HealthPoller:
         self.process.terminate()
         self.process.wait()
         self.reader.join()
+        self.process.stdout.close()
 
 
 def post(url: str, body: dict, timeout: float = 60.0) -> tuple[httpx.Response, float]:

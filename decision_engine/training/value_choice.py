@@ -9,6 +9,7 @@ document, so an epoch costs seconds. Where no candidate equals the gold value th
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -193,9 +194,7 @@ def fit_value_chooser(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
         first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_chooser, accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
-        training_examples_of=lambda lines, embedder, pointer: choice_examples(
-            lines, embedder, pointer, variants=question_variants, seed=seed
-        ),
+        training_examples_of=functools.partial(choice_examples, variants=question_variants, seed=seed),
     )
     return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
 
