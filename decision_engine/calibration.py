@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+PARENT_KIND = {"hypothesis": "enum"}  # a gated enum's map, where a checkpoint has none, is its kind's
 MIN_ANSWERS = 50  # answers of a kind needed to fit its map
 EPS = 1e-6  # confidences are clamped to [EPS, 1 - EPS] before the logit
 
@@ -31,8 +32,12 @@ class Calibration:
     maps: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # "joint:enum" -> (a, b)
 
     def apply(self, kind: str, confidence: float, mode: str = "joint") -> float:
-        """The calibrated confidence of an answer of `kind` decided in `mode` (sequential reads as joint)."""
-        key = f"{'joint' if mode == 'sequential' else mode}:{kind}"
+        """The calibrated confidence of an answer of `kind` decided in `mode` (sequential reads as joint);
+        a kind without a map of its own goes through its parent kind's (`PARENT_KIND`), if any."""
+        mode = "joint" if mode == "sequential" else mode
+        key = f"{mode}:{kind}"
+        if key not in self.maps and kind in PARENT_KIND:
+            key = f"{mode}:{PARENT_KIND[kind]}"
         if key not in self.maps:
             return confidence
         a, b = self.maps[key]

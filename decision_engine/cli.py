@@ -352,6 +352,27 @@ def _fit_pointer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_gate(args: argparse.Namespace) -> int:
+    from .factory import build_engine
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS, open_model
+    from .datasets.contractnli import ContractNliError
+    from .training.absence_fit import gate_checkpoint
+
+    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    if not Path(args.contractnli).is_file():
+        print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        engine = build_engine(model=open_model(folder))
+        fitted = gate_checkpoint(engine, folder, Path(args.out), Path(args.contractnli), log=lambda line: print(line, flush=True))
+    except (ModelLoadError, ValueError, ContractNliError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
+    return 0
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from .factory import build_engine
     from .kinds import all_kinds
@@ -367,7 +388,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         print("error: give --contractnli or at least one generated group (--groups)", file=sys.stderr)
         return EXIT_INVALID
     kinds = tuple(k for k in (args.kinds or "").split(",") if k)
-    known = [k.name for k in all_kinds()] + ["compared"]  # see engine.calibration_kind
+    known = [k.name for k in all_kinds()] + ["compared", "hypothesis"]  # see engine.calibration_kind
     if unknown := sorted(set(kinds) - set(known)):
         print(f"error: --kinds: unknown answer kind {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
         return EXIT_INVALID
@@ -453,6 +474,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="fit a second pointer that only orders the evidence answers report (the reader's layout, and so every answer, unchanged)",
     )
     pointing.set_defaults(func=_fit_pointer)
+
+    gating = sub.add_parser(
+        "fit-gate", help='fit a checkpoint\'s absence gate: how strongly a clause was found, as odds on "not mentioned"'
+    )
+    gating.add_argument("--model", default="bundled", help='checkpoint folder with a span pointer, or "bundled" (default)')
+    gating.add_argument("--out", required=True, help="folder for the checkpoint with its gate")
+    gating.add_argument(
+        "--contractnli", required=True, help="ContractNLI JSON: its training split is read (never the held-out one)"
+    )
+    gating.set_defaults(func=_fit_gate)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")
     calibrate.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

@@ -107,6 +107,7 @@ class DecisionEngine:
             return lay_out(
                 request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
                 reads_documents=model.reads_documents, grounder=self.grounder,
+                gate=getattr(model, "absence_gate", None),
             )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:
@@ -171,8 +172,11 @@ class DecisionEngine:
 
 def calibration_kind(p: Layout, slot: int) -> str:
     """The answer kind whose calibration map a slot's confidence goes through: "compared" for a boolean
-    a comparison chose (its confidence is the comparison chooser's, not the reader's), else its kind."""
+    a comparison chose (its confidence is the comparison chooser's, not the reader's), "hypothesis" for
+    an enum the absence gate shifted (its odds are the reader's and the gate's), else its kind."""
     space = p.group.constraints.spaces[slot]
+    if getattr(space, "choice_bias", None) is not None:
+        return "hypothesis"
     if isinstance(space, GroundedSpace) and space.chosen(p.group.constraints.patterns[slot]) is not None:
         if isinstance(space.values[0], bool):
             return "compared"

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from ..calibration import Calibration
+from ..reader.absence_gate import AbsenceGate
 from ..model.loader import base_model_dir, from_base, load_checkpoint
 from ..model.reading import DocumentMemory
 from ..model.transformer import BlockDiffusionModel, PrefixState
@@ -86,6 +87,7 @@ class NativeBackend:
         self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
         self.comparison_chooser = model.comparison_chooser  # may answer boolean slots by a comparison (the same)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
+        self.absence_gate = None  # shifts "not mentioned" by how strongly a passage was found (reader/absence_gate.py)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)
@@ -146,6 +148,7 @@ def load_native(path: Path | None, device: str = "cpu") -> NativeBackend:
     backend = NativeBackend(model, model_vocabulary(model), meta.get("name", path.name), device)
     backend.context_tokens = meta.get("context_tokens")
     backend.calibration = Calibration.from_dict(meta.get("calibration"))
+    backend.absence_gate = AbsenceGate.from_dict(meta.get("absence_gate"))
     backend.version = checkpoint_version(path)
     return backend
 

@@ -220,7 +220,7 @@ def step_logits(model: DenoisingModel, cache, blocks: Sequence[Block], columns: 
     the position, the value chooser's on choice positions, -inf on columns a position cannot take."""
     if all(len(b.read) == len(b.positions) for b in blocks):  # no grounded slot: the model scores everything
         ids, numbers = block_tensors(blocks, model.vocab.mask_id, model.vocab.pad_id)
-        return model.block_logits(cache, ids, numbers, columns.tensor()).float()
+        return _add_choice_bias(model.block_logits(cache, ids, numbers, columns.tensor()).float(), blocks, columns)
     width = max(len(b.positions) for b in blocks)
     read_columns = [c for c, t in enumerate(columns.token_ids) if not is_choice_token(t)]
     out = torch.full((len(blocks), width, len(columns.token_ids)), float("-inf"), device=model.device)
@@ -232,6 +232,7 @@ def step_logits(model: DenoisingModel, cache, blocks: Sequence[Block], columns: 
         for row, b in enumerate(blocks):
             at = torch.tensor(b.read, dtype=torch.long, device=out.device)
             out[row, at[:, None], rows] = logits[row, : len(b.read)].to(out.device)
+        out = _add_choice_bias(out, blocks, columns)
     choice_columns = [(c, t - CHOICE_BASE) for c, t in enumerate(columns.token_ids) if is_choice_token(t)]
     if not choice_columns:
         return out
@@ -245,6 +246,25 @@ def step_logits(model: DenoisingModel, cache, blocks: Sequence[Block], columns: 
                 kept = choice_at < len(scores)
                 out[row, i, column_at[kept]] = scores[choice_at[kept]].to(out)
     return out
+
+
+def _add_choice_bias(logits: torch.Tensor, blocks: Sequence[Block], columns: Columns) -> torch.Tensor:
+    """The logits (B, L, C) with each biased choice slot's per-token bias (its `token_bias`) added at its
+    open positions (`logits` itself when no slot has one)."""
+    added = None
+    for row, b in enumerate(blocks):
+        constraints = b.group.constraints
+        for i, (s, p) in enumerate(b.positions):
+            space = constraints.spaces[s]
+            if getattr(space, "choice_bias", None) is None or not constraints.is_open(s, p):
+                continue
+            for token, bias in space.token_bias(constraints.patterns[s], p).items():
+                column = columns.index.get(token)
+                if column is not None:
+                    if added is None:
+                        added = torch.zeros(logits.shape, dtype=logits.dtype, device=logits.device)
+                    added[row, i, column] += bias
+    return logits if added is None else logits + added
 
 
 def run_denoising(model: DenoisingModel, blocks: Sequence[Block]) -> None:

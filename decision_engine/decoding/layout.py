@@ -14,12 +14,13 @@ from typing import Protocol
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
+from ..reader.absence_gate import AbsenceGate, PassageStrength
 from ..rules import RuleSet
 from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
-from .slot_space import SlotSpace, build_space
+from .slot_space import ChoiceSpace, SlotSpace, build_space
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -54,6 +55,8 @@ class ContextChoice:
     # it, `token_ids` then empty) and the character ranges they came from.
     per_question: list[list[int]] | None = None
     question_ranges: list[list[tuple[int, int]]] | None = None
+    # Per question, how strongly the document speaks to it (a span pointer's; None elsewhere).
+    strength: list[PassageStrength] | None = None
 
 
 class Grounding(Protocol):
@@ -154,6 +157,7 @@ def lay_out(
     limits: Limits = Limits(),
     reads_documents: bool = False,
     grounder: Grounding | None = None,
+    gate: AbsenceGate | None = None,
 ) -> Layout:
     """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
 
@@ -161,6 +165,8 @@ def lay_out(
     (a request's own `options.context_tokens` wins). With `reads_documents` the prefixes hold only the
     questions and each names the document, which the model reads whole (up to `READ_CHARS`). A
     `grounder` turns integer and date slots into grounded ones (a choice among the document's values).
+    A `gate` shifts the odds of enum slots' absence choices by how strongly the context builder found a
+    passage for each question.
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -196,12 +202,23 @@ def lay_out(
             blocks.append(Block(group, [s], [1], prefix))
             evidence.extend(choice.evidence)
             shown.extend(_shown(choice, 1))
+            _gate(gate, [spaces[s]], choice.strength)
     else:
         choice = context(document, texts, budget(questions, sum(lengths)))
+        _gate(gate, spaces, choice.strength)
         evidence, shown = choice.evidence, _shown(choice, len(slots))
         prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids, choice.per_question)
         blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
     return Layout(request, mode, group, rules, blocks, evidence, shown)
+
+
+def _gate(gate: AbsenceGate | None, spaces: Sequence[SlotSpace], strength: Sequence[PassageStrength] | None) -> None:
+    """Give each choice slot with an absence choice the gate's bias for its question's strength."""
+    if gate is None or strength is None:
+        return
+    for space, found in zip(spaces, strength, strict=True):
+        if isinstance(space, ChoiceSpace):
+            space.choice_bias = gate.choice_bias(space.values, found)
 
 
 READ_CHARS = 200_000  # a model that reads whole documents reads this many characters; past it, the leading ones

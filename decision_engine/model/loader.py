@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -162,6 +163,14 @@ def save_refitted(model: BlockDiffusionModel, meta: dict, out: Path, folder: Pat
     extra = {k: v for k, v in meta.items() if k not in ("name", "config", "from_base")}
     extra["training"] = {**extra.get("training", {}), part: summary}
     save_checkpoint(model, out, meta.get("name", folder.name), extra=extra, omit_from_base=meta.get("from_base", []))
+
+
+def copy_checkpoint(folder: Path, out: Path) -> None:
+    """Copy a checkpoint's files (config and weights) from `folder` into `out`, to change its config there."""
+    out.mkdir(parents=True, exist_ok=True)
+    for file in folder.iterdir():
+        if file.is_file() and file.suffix in (".json", ".safetensors") and file.resolve() != (out / file.name).resolve():
+            shutil.copy(file, out / file.name)
 
 
 def checkpoint_config(folder: Path) -> tuple[BlockDiffusionConfig, dict]:

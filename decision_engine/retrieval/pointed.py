@@ -20,6 +20,7 @@ import torch
 
 from ..backends.vocabulary import Vocabulary
 from ..decoding.layout import ContextChoice
+from ..reader.absence_gate import PassageStrength
 from ..reader.evidence import EVIDENCE_SPANS
 from ..reader.span_pointer import SpanPointer
 from ..types import Evidence
@@ -77,6 +78,7 @@ class _Pointed:
     chosen: list[int]  # the spans laid beside the question
     reported: list[int]  # the spans an answer reports, best first
     reported_probabilities: np.ndarray  # (S,) the probabilities reported with them
+    strength: float  # the reporting pointer's best raw score: how strongly some span speaks to the question
 
 
 RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
@@ -135,7 +137,10 @@ class PointedContext:
             question_ranges.append([(spans[s].start, spans[s].end) for s in sorted(p.chosen)])
             evidence.append([_evidence(spans[s], p.reported_probabilities[s]) for s in p.reported[:EVIDENCE_SPANS]])
         shown = sorted({r for ranges in question_ranges for r in ranges})
-        return ContextChoice([], shown, evidence, per_question=per_question, question_ranges=question_ranges)
+        return ContextChoice(
+            [], shown, evidence, per_question=per_question, question_ranges=question_ranges,
+            strength=[PassageStrength(p.strength, len(spans)) for p in pointed],
+        )
 
     def question_evidence(self, document: str, questions: Sequence[str]) -> list[QuestionEvidence]:
         """Per question, its best spans and the ones laid beside it, as `__call__` lays them out."""
@@ -147,6 +152,12 @@ class PointedContext:
             )
             for p in pointed
         ]
+
+    def strengths(self, document: str, questions: Sequence[str]) -> list[PassageStrength] | None:
+        """Per question, how strongly the best span speaks to it (what `__call__` reports as `strength`);
+        None for a document without spans."""
+        spans, pointed, _ = self._point(document, questions)
+        return [PassageStrength(p.strength, len(spans)) for p in pointed] if spans else None
 
     def _point(self, document: str, questions: Sequence[str]):
         """The document's spans, each question's pointing (`_Pointed`) and the spans' tokens. Each
@@ -184,13 +195,13 @@ class PointedContext:
 
     def _point_missing(self, digest: str, document: str, read: _Document, questions: list[str]) -> None:
         features = pointer_features(self.embedder, document, questions, read.spans, read.index)
-        probs = _probabilities(self.pointer, features)  # (Q, S)
-        cited = probs if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)
-        for q, row, cited_row in zip(questions, probs, cited):
+        probs, best = _probabilities(self.pointer, features)  # (Q, S), (Q,)
+        cited, best = (probs, best) if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)
+        for q, row, cited_row, strength in zip(questions, probs, cited, best.tolist()):
             ranking = np.argsort(-row, kind="stable").tolist()
             chosen = self._fill(read.spans, np.asarray(ranking), read.tokens)
             reported = ranking if self.evidence_pointer is None else _reported(cited_row, chosen)
-            self._pointed[(digest, q)] = _Pointed(row, ranking, chosen, reported, cited_row)
+            self._pointed[(digest, q)] = _Pointed(row, ranking, chosen, reported, cited_row, strength)
 
     def _fill(self, spans: list[Span], ranking: np.ndarray, tokens: dict[int, list[int]]) -> list[int]:
         """The best-ranked spans that fit the evidence budget together (the best one always, cut to fit)."""
@@ -208,11 +219,12 @@ class PointedContext:
         return chosen
 
 
-def _probabilities(pointer: SpanPointer, features: PointerFeatures) -> np.ndarray:
-    """(Q, S) a pointer's distribution of each question over the document's spans."""
+def _probabilities(pointer: SpanPointer, features: PointerFeatures) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, S) a pointer's distribution of each question over the document's spans, and (Q,) its best
+    raw score per question."""
     with torch.no_grad():
-        logits = pointer(features.question_vectors, features.span_vectors, features.lexical)
-    return logits.float().softmax(dim=-1).cpu().numpy()
+        logits = pointer(features.question_vectors, features.span_vectors, features.lexical).float()
+    return logits.softmax(dim=-1).cpu().numpy(), logits.max(dim=-1).values.cpu().numpy()
 
 
 def _reported(probabilities: np.ndarray, chosen: Sequence[int]) -> list[int]:

@@ -8,7 +8,6 @@ confidence, right) pair, and `calibration.fit_calibration` fits one map per mode
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from ..calibration import fit_calibration
 from ..engine import calibration_kind
 from ..evaluation import LabelledGroup, load_groups
 from ..kinds import same_answer
+from ..model.loader import copy_checkpoint
 from ..types import DecisionResponse
 from ..validation import request_from_object
 
@@ -71,10 +71,7 @@ def calibrate_checkpoint(
     counts: dict[str, int] = {}
     for key, _, _ in answers:
         counts[key] = counts.get(key, 0) + 1
-    out.mkdir(parents=True, exist_ok=True)
-    for file in folder.iterdir():
-        if file.is_file() and file.suffix in (".json", ".safetensors") and file.resolve() != (out / file.name).resolve():
-            shutil.copy(file, out / file.name)
+    copy_checkpoint(folder, out)
     meta = json.loads((out / "config.json").read_text())
     kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and _kind(k) not in kinds}
     meta["calibration"] = {**kept, **calibration.to_dict()}

@@ -1,0 +1,90 @@
+"""The absence gate: how strongly the document holds a passage for a hypothesis, as odds on "not mentioned".
+
+The span pointer scores every span of the document for each question; its best raw score (before the
+softmax that ranks spans) is high where some clause speaks to a hypothesis and low where none does.
+Span NLI readers answer "not mentioned" when no span is evidence; the gate carries that signal to the
+answer. A hypothesis slot is an enum whose choices are an NLI verdict: an absence choice ("not
+mentioned", "not stated", ...) beside "entailment" or "contradiction". The gate adds
+`weight * (best - centre) + spans_weight * (log(spans) - spans_centre)` to its absence choice's
+log-odds, where `best` is the pointer's best score and `spans` how many spans the document has: the
+best of many spans scores higher by chance alone, so a long document's best score says less. The
+weights and centres are fitted on labelled training documents (`training/absence_fit.py`);
+a model without a fitted gate decides as before. Other enums are left alone: on generated fact
+questions ("Is any owner a politically exposed person?": yes, no, not mentioned) the pointer's best
+score does not tell present from absent on held-out wording, since the pointer learned its scale on
+contract clauses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+ABSENCE_CHOICES = frozenset({
+    "not mentioned", "not stated", "not specified", "not addressed", "not covered", "not in the document",
+    "unknown", "unstated", "n/a",
+})
+
+
+VERDICT_CHOICES = frozenset({"entailment", "contradiction", "entailed", "contradicted"})
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().replace("_", " ").split())
+
+
+def is_absence_choice(text: str) -> bool:
+    """Whether an enum choice says the document does not speak to the question."""
+    return _words(text) in ABSENCE_CHOICES
+
+
+def is_hypothesis_slot(choices: Sequence[object]) -> bool:
+    """Whether an enum's choices are an NLI verdict: an absence choice and an entailment or contradiction."""
+    texts = [_words(c) for c in choices if isinstance(c, str)]
+    return any(t in ABSENCE_CHOICES for t in texts) and any(t in VERDICT_CHOICES for t in texts)
+
+
+class PassageStrength(NamedTuple):
+    """How strongly a document speaks to one question: the pointer's best raw span score, and how many
+    spans it chose among."""
+
+    best: float
+    spans: int
+
+
+@dataclass(frozen=True)
+class AbsenceGate:
+    """log-odds shift of the absence choice: `weight` (below 0: a strong passage makes "not mentioned"
+    less likely) on the best score, `spans_weight` on the log of the document's span count."""
+
+    weight: float
+    centre: float
+    spans_weight: float = 0.0
+    spans_centre: float = 0.0
+
+    def shift(self, strength: PassageStrength) -> float:
+        spans = math.log(max(strength.spans, 1)) - self.spans_centre
+        return self.weight * (strength.best - self.centre) + self.spans_weight * spans
+
+    def choice_bias(self, choices: Sequence[object], strength: PassageStrength) -> list[float] | None:
+        """Per choice, the log-odds added to it; None for a slot that is not a hypothesis slot."""
+        if not is_hypothesis_slot(choices):
+            return None
+        absent = [isinstance(c, str) and is_absence_choice(c) for c in choices]
+        shift = self.shift(strength)
+        return [shift if a else 0.0 for a in absent]
+
+    def to_dict(self) -> dict:
+        return {"weight": self.weight, "centre": self.centre, "spans_weight": self.spans_weight, "spans_centre": self.spans_centre}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> AbsenceGate | None:
+        """The gate a checkpoint records, or None when it records none."""
+        if not data:
+            return None
+        return cls(
+            float(data["weight"]), float(data["centre"]),
+            float(data.get("spans_weight", 0.0)), float(data.get("spans_centre", 0.0)),
+        )
