@@ -165,3 +165,25 @@ def test_fit_gate_writes_a_gate_the_loaded_model_applies(tmp_path, capsys):
     assert (out / "model.safetensors").read_bytes() == (tmp_path / "model" / "model.safetensors").read_bytes()
     assert open_model(out).absence_gate == AbsenceGate.from_dict(fitted["gate"])
     assert open_model(tmp_path / "model").absence_gate is None
+
+
+def test_strength_is_the_layout_pointers_best_raw_score_whatever_orders_the_citations(vocab):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_evidence_pointer import QUESTION, pointer_towards
+    from test_pointed_evidence import DOCUMENT, WordEmbedder
+
+    from decision_engine.reader.span_pointer import SpanPointer
+    from decision_engine.retrieval.pointed import PointedContext, pointer_features
+
+    layout = SpanPointer()
+    context = PointedContext(vocab, layout, WordEmbedder(), evidence_tokens=80, evidence_pointer=pointer_towards("ohio"))
+    features = pointer_features(WordEmbedder(), DOCUMENT, [QUESTION])
+    with torch.no_grad():
+        expected = layout(features.question_vectors, features.span_vectors, features.lexical).max().item()
+    (found,) = context.strengths(DOCUMENT, [QUESTION])
+    assert found.best == pytest.approx(expected, abs=1e-5) and found.spans == len(features.spans)
+    assert context(DOCUMENT, [QUESTION], 300).strength == [found]
+    assert context.strengths("", [QUESTION]) is None  # no spans, no strength

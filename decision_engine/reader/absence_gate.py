@@ -1,7 +1,10 @@
 """The absence gate: how strongly the document holds a passage for a hypothesis, as odds on "not mentioned".
 
-The span pointer scores every span of the document for each question; its best raw score (before the
-softmax that ranks spans) is high where some clause speaks to a hypothesis and low where none does.
+The span pointer that lays out each question's evidence scores every span of the document; its best
+raw score (before the softmax that ranks spans) is high where some clause speaks to a hypothesis and
+low where none does. (The evidence pointer, fitted on the gold evidence without holding it near
+cosine ranking, is surer still on its own training documents, so fits of the gate and its calibration
+on those documents would overrate it on others.)
 Span NLI readers answer "not mentioned" when no span is evidence; the gate carries that signal to the
 answer. A hypothesis slot is an enum whose choices are an NLI verdict: an absence choice ("not
 mentioned", "not stated", ...) beside "entailment" or "contradiction". The gate adds

@@ -78,7 +78,7 @@ class _Pointed:
     chosen: list[int]  # the spans laid beside the question
     reported: list[int]  # the spans an answer reports, best first
     reported_probabilities: np.ndarray  # (S,) the probabilities reported with them
-    strength: float  # the reporting pointer's best raw score: how strongly some span speaks to the question
+    strength: float  # the layout pointer's best raw score: how strongly some span speaks to the question
 
 
 RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
@@ -196,7 +196,7 @@ class PointedContext:
     def _point_missing(self, digest: str, document: str, read: _Document, questions: list[str]) -> None:
         features = pointer_features(self.embedder, document, questions, read.spans, read.index)
         probs, best = _probabilities(self.pointer, features)  # (Q, S), (Q,)
-        cited, best = (probs, best) if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)
+        cited = probs if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)[0]
         for q, row, cited_row, strength in zip(questions, probs, cited, best.tolist()):
             ranking = np.argsort(-row, kind="stable").tolist()
             chosen = self._fill(read.spans, np.asarray(ranking), read.tokens)
