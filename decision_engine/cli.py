@@ -491,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--contractnli", help="ContractNLI JSON: its training split is decided (never the held-out one)")
     calibrate.add_argument("--groups", type=int, default=200, help="fresh generated training groups to decide as well")
     calibrate.add_argument(
-        "--kinds", help='comma-separated answer kinds to fit again, such as "compared"; the others keep their maps'
+        "--kinds", help='comma-separated answer kinds to fit again, such as "compared" or "hypothesis"; the others keep their maps'
     )
     calibrate.set_defaults(func=_calibrate)
 
