@@ -54,6 +54,11 @@ FORMS = [
     ("a 30-day period", [("duration", 30, "30-day")]),
     ("a twelve-month term", [("duration", 12, "twelve-month")]),
     ("fifteen (16)", [("number", 15, "fifteen"), ("number", 16, "16")]),  # not a twin: both stay
+    ("expires on the second anniversary of", [("duration", 2, "second anniversary")]),
+    ("on the 3rd anniversary", [("duration", 3, "3rd anniversary")]),
+    ("its tenth-anniversary party", [("duration", 10, "tenth-anniversary")]),
+    ("the anniversary of the Effective Date", []),
+    ("the 2nd day of March", []),  # an ordinal alone is no value
 ]
 
 

@@ -2,7 +2,8 @@
 
 A number written twice, "fifteen (15)", "Fifteen Thousand Dollars ($15,000)", "five percent (5%)",
 is one mention spanning the whole phrase. Only whole values are mentions: "2,500.00" is 2500,
-"12.5" is not a mention. A duration's count is not also a separate number mention.
+"12.5" is not a mention. A duration's count is not also a separate number mention. An anniversary,
+"the second anniversary" or "the 3rd anniversary", is a duration of that many years.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ _CURRENCY_AFTER = re.compile(
 _PERCENT = re.compile(r"\s*%|[\s\-]+per\s?cent\b", re.I)
 _DURATION = re.compile(
     r"[\s\-]+(?:(?P<kind>calendar|business|working|banking)[\s\-]+)?(?P<unit>day|week|month|year)s?\b", re.I
+)
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+_ANNIVERSARY = re.compile(
+    r"\b(?:(?P<word>" + "|".join(_ORDINALS) + r")|(?P<digits>\d{1,2})(?:st|nd|rd|th))[\s\-]+anniversary\b", re.I
 )
 _OPEN = re.compile(r"\s*\(\s*")
 _CLOSE = re.compile(r"\s*\)")
@@ -85,7 +90,18 @@ def read_quantities(text: str, blocked: list[tuple[int, int]]) -> list[Mention]:
             )
         )
         taken = reading.end
-    return mentions
+    mentions += _anniversaries(text, blocked, starts)
+    return sorted(mentions, key=lambda mention: mention.start)
+
+
+def _anniversaries(text: str, blocked: list[tuple[int, int]], starts: list[int]) -> list[Mention]:
+    """"the second anniversary", "3rd anniversary": durations of that many years (none in a blocked span)."""
+    found = []
+    for match in _ANNIVERSARY.finditer(text):
+        years = _ORDINALS.index(match["word"].lower()) + 1 if match["word"] else int(match["digits"])
+        if years >= 1 and not _inside(blocked, starts, match.start()):
+            found.append(Mention("duration", match.start(), match.end(), years, match[0], unit="years"))
+    return found
 
 
 def _extend(text: str, reading: _Reading, words: bool, twins: bool) -> None:
