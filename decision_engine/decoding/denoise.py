@@ -7,7 +7,9 @@ position). Positions left with a single allowed token are filled without a
 forward pass, in every mode alike. Choice positions of grounded slots, scored by
 the value and comparison choosers rather than the model, settle first by the same
 rule in steps that need no forward pass, so the model answers the rest of a block
-with those values in view; `max_steps` bounds the forward passes.
+with those values in view; `max_steps` bounds the forward passes. A choice slot may carry
+a bias per choice (the absence gate's), added to the model's logits of the tokens that
+lead to it.
 """
 
 from __future__ import annotations

@@ -165,8 +165,8 @@ def lay_out(
     (a request's own `options.context_tokens` wins). With `reads_documents` the prefixes hold only the
     questions and each names the document, which the model reads whole (up to `READ_CHARS`). A
     `grounder` turns integer and date slots into grounded ones (a choice among the document's values).
-    A `gate` shifts the odds of enum slots' absence choices by how strongly the context builder found a
-    passage for each question.
+    A `gate` shifts the odds of hypothesis slots' absence choices by how strongly the context builder
+    found a passage for each question (`reader/absence_gate.py`).
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -213,7 +213,7 @@ def lay_out(
 
 
 def _gate(gate: AbsenceGate | None, spaces: Sequence[SlotSpace], strength: Sequence[PassageStrength] | None) -> None:
-    """Give each choice slot with an absence choice the gate's bias for its question's strength."""
+    """Give each hypothesis slot the gate's bias for its question's strength (other slots get None)."""
     if gate is None or strength is None:
         return
     for space, found in zip(spaces, strength, strict=True):

@@ -75,15 +75,11 @@ class ChoiceSpace(SlotSpace):
     def token_bias(self, pattern: Pattern, position: int) -> dict[int, float]:
         """With a `choice_bias`: per token the masked `position` may take, the bias of the most favoured
         choice still reachable through it (tokens that lead only to unbiased choices are left out)."""
-        out: dict[int, float] = {}
+        by_token: dict[int, float] = {}
         for bias, seq in zip(self.choice_bias or (), self.sequences):
-            if bias and _matches(seq, pattern):
-                token = seq[position]
-                out[token] = max(out.get(token, bias), bias)
-        for seq, bias in zip(self.sequences, self.choice_bias or ()):
-            if not bias and _matches(seq, pattern) and seq[position] in out:
-                out[seq[position]] = max(out[seq[position]], 0.0)  # a token shared with an unbiased choice
-        return {t: b for t, b in out.items() if b}
+            if _matches(seq, pattern):
+                by_token[seq[position]] = max(by_token.get(seq[position], bias), bias)
+        return {token: bias for token, bias in by_token.items() if bias}
 
     def allowed(self, pattern: Pattern, classes: set[int]) -> list[list[int] | None]:
         live = [seq for i, seq in enumerate(self.sequences) if i in classes and _matches(seq, pattern)]
