@@ -175,7 +175,7 @@ def calibration_kind(p: Layout, slot: int) -> str:
     a comparison chose (its confidence is the comparison chooser's, not the reader's), "hypothesis" for
     an enum the absence gate shifted (its odds are the reader's and the gate's), else its kind."""
     space = p.group.constraints.spaces[slot]
-    if getattr(space, "choice_bias", None) is not None:
+    if space.choice_bias is not None:
         return "hypothesis"
     if isinstance(space, GroundedSpace) and space.chosen(p.group.constraints.patterns[slot]) is not None:
         if isinstance(space.values[0], bool):

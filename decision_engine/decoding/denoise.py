@@ -68,6 +68,7 @@ class Block:
         self.positions = [(s, p) for s in self.slots for p in range(spaces[s].length)]
         self.read = [i for i, (s, p) in enumerate(self.positions) if p not in spaces[s].choice_positions]
         self._reads = set(self.read)
+        self.biased = [i for i, (s, p) in enumerate(self.positions) if spaces[s].choice_bias is not None]
         for s in self.slots:
             self.group.block_of[s] = self
 
@@ -256,11 +257,11 @@ def _add_choice_bias(logits: torch.Tensor, blocks: Sequence[Block], columns: Col
     added = None
     for row, b in enumerate(blocks):
         constraints = b.group.constraints
-        for i, (s, p) in enumerate(b.positions):
-            space = constraints.spaces[s]
-            if getattr(space, "choice_bias", None) is None or not constraints.is_open(s, p):
+        for i in b.biased:
+            s, p = b.positions[i]
+            if not constraints.is_open(s, p):
                 continue
-            for token, bias in space.token_bias(constraints.patterns[s], p).items():
+            for token, bias in constraints.spaces[s].token_bias(constraints.patterns[s], p).items():
                 column = columns.index.get(token)
                 if column is not None:
                     if added is None:

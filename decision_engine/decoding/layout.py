@@ -198,11 +198,11 @@ def lay_out(
         blocks, evidence, shown = [], [], []
         for s in slots:
             choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
+            _gate(gate, [spaces[s]], choice.strength)  # before its block, which notes its biased positions
             prefix = build_prefix(vocab, [(1, questions[s])], choice.token_ids, choice.per_question)
             blocks.append(Block(group, [s], [1], prefix))
             evidence.extend(choice.evidence)
             shown.extend(_shown(choice, 1))
-            _gate(gate, [spaces[s]], choice.strength)
     else:
         choice = context(document, texts, budget(questions, sum(lengths)))
         _gate(gate, spaces, choice.strength)

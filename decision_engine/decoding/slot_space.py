@@ -33,6 +33,7 @@ class SlotSpace(ABC):
     length: int
     classes: SlotClasses
     choice_positions: tuple[int, ...] = ()  # positions the model does not read or score (grounded_space.py)
+    choice_bias: list[float] | None = None  # per choice, log-odds added to the model's (ChoiceSpace; absence_gate.py)
 
     def ready(self, pattern: Pattern, position: int) -> bool:
         """Whether a masked position may be committed now (a grounded slot's digits wait for its choice)."""
@@ -67,7 +68,6 @@ class ChoiceSpace(SlotSpace):
         self.length = max(len(s) for s in sequences)
         self.sequences = [tuple(s) + (pad_id,) * (self.length - len(s)) for s in sequences]
         self.classes = classes  # class i is choice i
-        self.choice_bias: list[float] | None = None  # per choice, log-odds added to the model's (reader/absence_gate.py)
 
     def reachable(self, pattern: Pattern) -> set[int]:
         return {i for i, seq in enumerate(self.sequences) if _matches(seq, pattern)}

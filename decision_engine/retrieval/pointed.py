@@ -195,9 +195,10 @@ class PointedContext:
 
     def _point_missing(self, digest: str, document: str, read: _Document, questions: list[str]) -> None:
         features = pointer_features(self.embedder, document, questions, read.spans, read.index)
-        probs, best = _probabilities(self.pointer, features)  # (Q, S), (Q,)
-        cited = probs if self.evidence_pointer is None else _probabilities(self.evidence_pointer, features)[0]
-        for q, row, cited_row, strength in zip(questions, probs, cited, best.tolist()):
+        logits = _logits(self.pointer, features)  # (Q, S)
+        probs, best = logits.softmax(dim=-1).numpy(), logits.max(dim=-1).values.tolist()
+        cited = probs if self.evidence_pointer is None else _logits(self.evidence_pointer, features).softmax(dim=-1).numpy()
+        for q, row, cited_row, strength in zip(questions, probs, cited, best):
             ranking = np.argsort(-row, kind="stable").tolist()
             chosen = self._fill(read.spans, np.asarray(ranking), read.tokens)
             reported = ranking if self.evidence_pointer is None else _reported(cited_row, chosen)
@@ -219,12 +220,10 @@ class PointedContext:
         return chosen
 
 
-def _probabilities(pointer: SpanPointer, features: PointerFeatures) -> tuple[np.ndarray, np.ndarray]:
-    """(Q, S) a pointer's distribution of each question over the document's spans, and (Q,) its best
-    raw score per question."""
+def _logits(pointer: SpanPointer, features: PointerFeatures) -> torch.Tensor:
+    """(Q, S) a pointer's raw scores of each question over the document's spans, on the CPU."""
     with torch.no_grad():
-        logits = pointer(features.question_vectors, features.span_vectors, features.lexical).float()
-    return logits.softmax(dim=-1).cpu().numpy(), logits.max(dim=-1).values.cpu().numpy()
+        return pointer(features.question_vectors, features.span_vectors, features.lexical).float().cpu()
 
 
 def _reported(probabilities: np.ndarray, chosen: Sequence[int]) -> list[int]:
