@@ -17,7 +17,7 @@ from decision_engine.grounding.candidates import integer_candidates
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
-from decision_engine.reader.value_chooser import ValueChooser, candidate_features, place_features
+from decision_engine.reader.value_chooser import MENTION_DIM, ValueChooser, candidate_features, place_features
 from decision_engine.rules import RuleSet
 from decision_engine.training.value_choice import choice_accuracy, choice_examples, drop_words, train_chooser
 from decision_engine.types import AnswerSchema, Rule
@@ -306,7 +306,7 @@ class ZeroEmbedder:
         return torch.zeros((len(questions), 384))
 
     def embed_mentions(self, text, mentions):
-        return torch.zeros((len(mentions), 768))
+        return torch.zeros((len(mentions), MENTION_DIM))
 
 
 def test_the_grounder_reads_a_document_once_and_keeps_candidates_per_slot_bounds(vocab, monkeypatch):
@@ -377,3 +377,28 @@ def test_question_variants_leave_words_out_and_keep_each_answer():
     assert torch.equal(varied[0].question, plain[0].question)  # the question as asked comes first
     assert all(torch.equal(v.target, plain[0].target) and v.table is varied[0].table for v in varied[1:])
     assert any(not torch.allclose(v.question, plain[0].question) for v in varied[1:])
+
+
+def test_a_chooser_reads_the_cue_its_weights_were_fitted_on():
+    from decision_engine.reader.value_chooser import DIM, MENTION_FEATURES, READ_FEATURES, cue_view
+
+    mentions = torch.arange(2 * MENTION_FEATURES, dtype=torch.float32).view(2, MENTION_FEATURES)
+    around, before = cue_view(mentions, True), cue_view(mentions, False)
+    assert around.shape == before.shape == (2, READ_FEATURES)
+    assert torch.equal(around[:, DIM : 2 * DIM], mentions[:, 2 * DIM : 3 * DIM])
+    assert torch.equal(before[:, DIM : 2 * DIM], mentions[:, DIM : 2 * DIM])
+    for view in (around, before):  # the mention's own vector and the rest, whichever cue
+        assert torch.equal(view[:, :DIM], mentions[:, :DIM]) and torch.equal(view[:, 2 * DIM :], mentions[:, 3 * DIM :])
+    assert ValueChooser().around_cue == 1 and ValueChooser(around=False).around_cue == 0
+
+
+def test_a_chooser_saved_before_the_cue_around_existed_loads_reading_the_cue_before():
+    from decision_engine.model.loader import _fit_part_state
+
+    saved = {f"value_chooser.{k}": v for k, v in ValueChooser().state_dict().items() if k != "around_cue"}
+    state = {"embed.position.weight": torch.zeros(4, 8), **saved}
+    _fit_part_state(state, "value_chooser", ValueChooser, False, None, "fit-chooser")
+    chooser = ValueChooser()
+    chooser.load_state_dict({k[len("value_chooser.") :]: v for k, v in state.items() if k.startswith("value_chooser.")})
+    assert chooser.around_cue == 0
+    assert torch.equal(state["value_chooser.key.weight"], saved["value_chooser.key.weight"])  # its weights kept

@@ -276,3 +276,18 @@ def test_gold_evidence_first_puts_the_gold_span_in_a_one_span_budget(vocab):
     assert gold_text in lifted.evidence[0][0][0].text  # and it is the question's best evidence
     other = GoldFirstRetriever(Retriever(None), gold).build_context(CONTRACT, ["Who signs?"], vocab, budget_tokens=30)
     assert other.spans == Retriever(None).build_context(CONTRACT, ["Who signs?"], vocab, budget_tokens=30).spans
+
+
+def test_a_mention_is_read_with_the_words_before_it_and_the_words_around_it(embedder):
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.retrieval.embedder import DIM, MENTION_DIM
+
+    text = "7 May 2024: signed by Northvale Ltd.\nNorthvale Ltd signed on 9 May 2024"
+    first, second = embedder.embed_mentions(text, find_mentions(text))
+    assert first.shape == (MENTION_DIM,)
+    own, before, around = first.split(DIM)
+    assert before.abs().sum() == 0  # nothing is written before it on its line
+    assert torch.isclose(around.norm(), torch.tensor(1.0)) and torch.isclose(own.norm(), torch.tensor(1.0))
+    own, before, around = second.split(DIM)  # nothing after it: the words around it are the last words before it
+    assert torch.isclose(before.norm(), torch.tensor(1.0)) and torch.isclose(around.norm(), torch.tensor(1.0))
+    assert not torch.allclose(before, around)  # the last eight tokens before it; the last sixteen

@@ -268,6 +268,11 @@ def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: boo
     with torch.device("meta"):  # shapes only: no weights drawn, the random state untouched
         layout = {f"{part}.{k}": v.shape for k, v in build().state_dict().items()}
     saved = {k: v.shape for k, v in state.items() if k.startswith(f"{part}.")}
+    if saved and not fresh:
+        for key in [k for k in layout if k.endswith(".around_cue") and k not in saved]:
+            # a chooser fitted before the cue around a mention existed reads the cue before
+            state[key] = torch.zeros((), device=state["embed.position.weight"].device)
+            saved[key] = layout[key]
     if saved and not fresh and saved != layout:
         raise ModelLoadError(
             f"the {part.replace('_', ' ')} saved in {folder or 'this checkpoint'} has a layout this version does not "

@@ -1,8 +1,9 @@
 """The value chooser: which of a slot's candidate values (a mention copied, or one step over mentions)
 its question asks for, or none of them (the slot writes its digits).
 
-Questions and mentions are read by the frozen base sentence encoder (`retrieval.embedder`); the
-chooser scores a candidate by what its question wants of each operand under that operation (a
+Questions and mentions are read by the frozen base sentence encoder (`retrieval.embedder`), each
+mention as its own tokens and a cue: the words on both sides of it (the words before it for choosers
+fitted before 2026-12-04; `cue_view`). The chooser scores a candidate by what its question wants of each operand under that operation (a
 bilinear form per operation and operand role over the mention's vector, kind and place among the
 document's values), plus how well the operation suits the question and how the operands lie in the
 text. Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`),
@@ -24,11 +25,12 @@ from ..grounding.candidates import OPERATIONS, Candidate, in_one_list
 from ..grounding.mention import DURATION_UNITS, Mention
 
 DIM = 384  # the base sentence encoder's width
-MENTION_DIM = 2 * DIM  # see retrieval.embedder.MENTION_DIM
+MENTION_DIM = 3 * DIM  # see retrieval.embedder.MENTION_DIM: own tokens, the cue before, the cue around
 KIND_FEATURES = 6 + len(DURATION_UNITS)  # date, number, percent, money, business, ambiguous, then the unit
 PLACE_FEATURES = 7  # where a mention stands among the document's values (see `place_features`)
 RELEVANCE_FEATURES = 2  # whether the span pointer lays the mention beside the question (see `relevance_features`)
-MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES + RELEVANCE_FEATURES
+MENTION_FEATURES = MENTION_DIM + KIND_FEATURES + PLACE_FEATURES + RELEVANCE_FEATURES  # one question's view
+READ_FEATURES = MENTION_FEATURES - DIM  # what one chooser reads of it: the mention's own vector and one cue (`cue_view`)
 CANDIDATE_FEATURES = 7  # how a candidate's operands lie in the text (see `candidate_features`)
 RANK = 64  # width of each operand role's bilinear form
 ROLES = 2  # per operation: the first operand, and every later one
@@ -104,6 +106,15 @@ def question_mention_features(document_features: torch.Tensor, mentions: Sequenc
     return torch.cat([document_features, relevance_features(mentions, ranked, shown)], dim=1)
 
 
+def cue_view(mentions: torch.Tensor, around: bool) -> torch.Tensor:
+    """(..., READ_FEATURES) what a chooser reads of (..., MENTION_FEATURES) mention features: the
+    mention's own vector, then the cue around it (`around`) or the cue before it, then the rest. The
+    cue around reads the same whichever side a document writes the words that say what a value is;
+    choosers fitted before it existed read the cue before."""
+    own, before, around_cue, rest = mentions.split([DIM, DIM, DIM, mentions.shape[-1] - MENTION_DIM], dim=-1)
+    return torch.cat([own, around_cue if around else before, rest], dim=-1)
+
+
 def candidate_features(candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> torch.Tensor:
     """(K, CANDIDATE_FEATURES) how each candidate's operands lie in the text: whether it has several,
     how far apart they are written, whether the first comes first, how many there are, whether the
@@ -157,12 +168,14 @@ class CandidateTable:
 class ValueChooser(nn.Module):
     """Logits over each question's candidates, and a last column for writing the digits instead."""
 
-    def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT):
+    def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT, around: bool = True):
         super().__init__()
         self.dim, self.rank = dim, rank
         roles = len(OPERATIONS) * ROLES
+        # Which cue it reads (`cue_view`), saved with its weights: 1 around the mention, 0 before it.
+        self.register_buffer("around_cue", torch.tensor(float(around)))
         self.query = nn.Linear(dim, roles * rank)  # per operation and operand role
-        self.key = nn.Linear(MENTION_FEATURES, ROLES * rank)
+        self.key = nn.Linear(READ_FEATURES, ROLES * rank)
         self.similarity = nn.Linear(2, ROLES)  # per role, a weight on the cosine of question and mention, and of question and cue
         self.operation = nn.Linear(dim, len(OPERATIONS))
         self.question_code = nn.Linear(dim, QUESTION_CODE)
@@ -182,6 +195,7 @@ class ValueChooser(nn.Module):
         valid: torch.Tensor,  # (B, K) True on real candidates
     ) -> torch.Tensor:
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
+        mentions = cue_view(mentions, bool(self.around_cue > 0.5))
         b, m = mentions.shape[:2]
         k, d, ops = operations.shape[1], self.dim, len(OPERATIONS)
         questions = self.drop(questions)  # every part reads the question through dropout, the operand forms twice

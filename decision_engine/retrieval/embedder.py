@@ -37,8 +37,9 @@ def mention_window(text: str, mention) -> tuple[int, int]:
     return start, end
 
 DIM = 384  # all-MiniLM-L6-v2 embedding width
-MENTION_DIM = 2 * DIM  # a mention's own tokens, then the words just before it
+MENTION_DIM = 3 * DIM  # a mention's own tokens, the words just before it, and the words on both sides
 CUE_TOKENS = 8  # tokens before a mention that say what it is ("moved out on", "deposit of")
+AROUND_TOKENS = (16, 16)  # tokens before and after a mention read together, whichever side says what it is
 MAX_TOKENS = 128  # sentence-transformers uses 256; spans are at most a few hundred characters
 BATCH_SIZE = 16  # texts per encoder call, sorted by length: little padding (64 padded a document's spans by 60%)
 QUESTION_CACHE = 4096  # questions repeat across requests (e.g. the 17 ContractNLI hypotheses)
@@ -131,7 +132,8 @@ class SpanEmbedder:
 
     def embed_mentions(self, document_text: str, mentions: Sequence) -> torch.Tensor:
         """(M, MENTION_DIM) vectors of value mentions read in their span: the mean of the mention's
-        own token states, then the mean of the `CUE_TOKENS` before it, each unit length."""
+        own token states, the mean of the `CUE_TOKENS` before it, and the mean of the `AROUND_TOKENS`
+        before and after it together ("signed on 7 May" and "7 May: signed" alike), each unit length."""
         digest = hashlib.sha256(document_text.encode("utf-8")).hexdigest()
         key = (digest, tuple((m.start, m.end) for m in mentions))
         with self._lock:
@@ -164,8 +166,10 @@ class SpanEmbedder:
             offsets = encoded["offset_mapping"][index[window]]
             start, end = mention.start - window[0], mention.end - window[0]
             own = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
-            before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= start][-CUE_TOKENS:]
-            for part, tokens in enumerate((own, before)):
+            before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= start]
+            after = [t for t, (a, b) in enumerate(offsets) if b > a and a >= end]
+            around = before[max(len(before) - AROUND_TOKENS[0], 0) :] + after[: AROUND_TOKENS[1]]
+            for part, tokens in enumerate((own, before[-CUE_TOKENS:], around)):
                 if tokens:
                     vector = hidden[tokens].mean(dim=0)
                     out[row, part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)
