@@ -290,7 +290,7 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     if args.question_variants < 0:
         print("error: --question-variants must be 0 or more", file=sys.stderr)
         return EXIT_INVALID
-    return _fit_part(args, functools.partial(add_value_chooser, question_variants=args.question_variants))
+    return _fit_part(args, functools.partial(add_value_chooser, question_variants=args.question_variants, cue=args.cue))
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -450,6 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument(
         "--question-variants", type=int, default=0,
         help="also train on this many copies of each question with a quarter of its words left out (default 0)",
+    )
+    chooser.add_argument(
+        "--cue", choices=("before", "around"), default="before",
+        help="the words read as what a mention is: the eight tokens before it (default), or sixteen on each side",
     )
     chooser.set_defaults(func=_fit_chooser)
 

@@ -389,7 +389,7 @@ def test_a_chooser_reads_the_cue_its_weights_were_fitted_on():
     assert torch.equal(before[:, DIM : 2 * DIM], mentions[:, DIM : 2 * DIM])
     for view in (around, before):  # the mention's own vector and the rest, whichever cue
         assert torch.equal(view[:, :DIM], mentions[:, :DIM]) and torch.equal(view[:, 2 * DIM :], mentions[:, 3 * DIM :])
-    assert ValueChooser().around_cue == 1 and ValueChooser(around=False).around_cue == 0
+    assert ValueChooser().around_cue == 0 and ValueChooser(around=True).around_cue == 1
 
 
 def test_a_chooser_saved_before_the_cue_around_existed_loads_reading_the_cue_before():

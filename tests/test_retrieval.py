@@ -282,7 +282,7 @@ def test_a_mention_is_read_with_the_words_before_it_and_the_words_around_it(embe
     from decision_engine.grounding.mentions import find_mentions
     from decision_engine.retrieval.embedder import DIM, MENTION_DIM
 
-    text = "7 May 2024: signed by Northvale Ltd.\nNorthvale Ltd signed on 9 May 2024"
+    text = "7 May 2024: signed by Northvale Ltd.\nNorthvale Ltd and its adviser Quentin Hartigan countersigned the agreement on 9 May 2024"
     first, second = embedder.embed_mentions(text, find_mentions(text))
     assert first.shape == (MENTION_DIM,)
     own, before, around = first.split(DIM)

@@ -387,6 +387,17 @@ def test_fit_chooser_adds_a_value_chooser_beside_an_unchanged_reader(smoke_check
     assert all(torch.equal(v, before.state_dict()[k]) for k, v in reader.items())
 
 
+def test_fit_chooser_cue_around_is_saved_with_the_chooser(smoke_checkpoint, tmp_path, capsys):
+    args = ["fit-chooser", "--model", str(smoke_checkpoint), "--groups", "2", "--epochs", "1"]
+    assert main([*args, "--out", str(tmp_path / "before")]) == 0
+    assert main([*args, "--out", str(tmp_path / "around"), "--cue", "around"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cue"] == "around"
+    assert load_checkpoint(tmp_path / "before")[0].value_chooser.around_cue == 0
+    assert load_checkpoint(tmp_path / "around")[0].value_chooser.around_cue == 1
+    with pytest.raises(SystemExit):
+        main([*args, "--out", str(tmp_path / "x"), "--cue", "after"])
+
+
 def test_fit_chooser_question_variants_multiply_the_training_questions(smoke_checkpoint, tmp_path, capsys):
     args = ["fit-chooser", "--model", str(smoke_checkpoint), "--groups", "2", "--epochs", "1"]
     assert main([*args, "--out", str(tmp_path / "plain")]) == 0

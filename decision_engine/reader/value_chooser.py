@@ -2,8 +2,8 @@
 its question asks for, or none of them (the slot writes its digits).
 
 Questions and mentions are read by the frozen base sentence encoder (`retrieval.embedder`), each
-mention as its own tokens and a cue: the words on both sides of it (the words before it for choosers
-fitted before 2026-12-04; `cue_view`). The chooser scores a candidate by what its question wants of
+mention as its own tokens and a cue: the words before it, or with `fit-chooser --cue around` the
+words on both sides of it (`cue_view`; which one is saved with the chooser's weights). The chooser scores a candidate by what its question wants of
 each operand under that operation (a bilinear form per operation and operand role over the mention's
 vector, kind and place among the document's values), plus how well the operation suits the question
 and how the operands lie in the text. Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`),
@@ -168,7 +168,7 @@ class CandidateTable:
 class ValueChooser(nn.Module):
     """Logits over each question's candidates, and a last column for writing the digits instead."""
 
-    def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT, around: bool = True):
+    def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT, around: bool = False):
         super().__init__()
         self.dim, self.rank = dim, rank
         roles = len(OPERATIONS) * ROLES

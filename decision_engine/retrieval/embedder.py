@@ -36,6 +36,15 @@ def mention_window(text: str, mention) -> tuple[int, int]:
         end = space if space >= 0 else end
     return start, end
 
+def mention_sentence(text: str, mention, window: tuple[int, int]) -> tuple[int, int]:
+    """The character range of the sentence a mention stands in, within its window: from just after the
+    last ". " or "; " before it to just after the first one after it."""
+    a, b = window
+    cut = max(text.rfind(". ", a, mention.start), text.rfind("; ", a, mention.start))
+    ends = [i for i in (text.find(". ", mention.end, b), text.find("; ", mention.end, b)) if i >= 0]
+    return (cut + 2 if cut >= 0 else a), (min(ends) + 1 if ends else b)
+
+
 DIM = 384  # all-MiniLM-L6-v2 embedding width
 MENTION_DIM = 3 * DIM  # a mention's own tokens, the words just before it, and the words on both sides
 CUE_TOKENS = 8  # tokens before a mention that say what it is ("moved out on", "deposit of")
@@ -166,9 +175,11 @@ class SpanEmbedder:
             offsets = encoded["offset_mapping"][index[window]]
             start, end = mention.start - window[0], mention.end - window[0]
             own = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+            first, last = (k - window[0] for k in mention_sentence(text, mention, window))
             before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= start]
-            after = [t for t, (a, b) in enumerate(offsets) if b > a and a >= end]
-            around = before[max(len(before) - AROUND_TOKENS[0], 0) :] + after[: AROUND_TOKENS[1]]
+            after = [t for t, (a, b) in enumerate(offsets) if b > a and a >= end and b <= last]
+            near = [t for t in before if offsets[t][0] >= first]
+            around = near[max(len(near) - AROUND_TOKENS[0], 0) :] + after[: AROUND_TOKENS[1]]
             for part, tokens in enumerate((own, before[-CUE_TOKENS:], around)):
                 if tokens:
                     vector = hidden[tokens].mean(dim=0)

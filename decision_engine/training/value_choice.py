@@ -30,6 +30,7 @@ from ..types import AnswerSchema
 
 BATCH = 64
 WORD_DROP = 0.25  # the share of words a variant leaves out
+CUES = ("before", "around")  # the words a chooser reads as a mention's cue
 CHOOSER_SEED = 7_000  # the chooser's generated groups: apart from the reader's epochs (seed * 1000 + epoch)
 
 
@@ -208,9 +209,13 @@ def add_value_chooser(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     question_variants: int = 0,
+    cue: str = "before",
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
-    unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given)."""
+    unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given).
+    `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`)."""
+    if cue not in CUES:
+        raise ValueError(f"cue must be one of {', '.join(CUES)}, not {cue!r}")
     from dataclasses import replace
 
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
@@ -222,7 +227,9 @@ def add_value_chooser(
         model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True, compares_values=False), fresh_chooser=True)
         log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
             "fit a new one with `decision-engine fit-comparer`")
+    model.value_chooser.around_cue.fill_(float(cue == "around"))
     pointer = model_pointer(model)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants)
+    fitted["cue"] = cue
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted
