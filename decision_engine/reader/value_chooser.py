@@ -3,11 +3,12 @@ its question asks for, or none of them (the slot writes its digits).
 
 Questions and mentions are read by the frozen base sentence encoder (`retrieval.embedder`), each
 mention as its own tokens and a cue: the words before it, or with `fit-chooser --cue around` the
-words on both sides of it (`cue_view`; which one is saved with the chooser's weights). The chooser scores a candidate by what its question wants of
-each operand under that operation (a bilinear form per operation and operand role over the mention's
-vector, kind and place among the document's values), plus how well the operation suits the question
-and how the operands lie in the text. Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`),
-its scores are the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
+words on both sides of it (`cue_view`; which one is saved with the chooser's weights). The chooser
+scores a candidate by what its question wants of each operand under that operation (a bilinear form
+per operation and operand role over the mention's vector, kind and place among the document's
+values), plus how well the operation suits the question and how the operands lie in the text.
+Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`), its
+scores are the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
 """
 
 from __future__ import annotations

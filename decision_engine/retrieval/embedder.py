@@ -36,6 +36,7 @@ def mention_window(text: str, mention) -> tuple[int, int]:
         end = space if space >= 0 else end
     return start, end
 
+
 def mention_sentence(text: str, mention, window: tuple[int, int]) -> tuple[int, int]:
     """The character range of the sentence a mention stands in, within its window: from just after the
     last ". " or "; " before it to just after the first one after it."""
