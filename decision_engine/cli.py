@@ -452,8 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also train on this many copies of each question with a quarter of its words left out (default 0)",
     )
     chooser.add_argument(
-        "--cue", choices=("before", "around"), default="before",
-        help="the words read as what a mention is: the eight tokens before it (default), or sixteen on each side",
+        "--cue", choices=("before", "around", "both"), default="both",
+        help="the words read as what a mention is: the eight tokens before it, sixteen on each side, or both "
+        "(default: two choosers, one per cue, their probabilities averaged)",
     )
     chooser.set_defaults(func=_fit_chooser)
 

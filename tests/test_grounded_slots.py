@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 import torch
 
 from conftest import FakeModel
@@ -402,3 +403,46 @@ def test_a_chooser_saved_before_the_cue_around_existed_loads_reading_the_cue_bef
     chooser.load_state_dict({k[len("value_chooser.") :]: v for k, v in state.items() if k.startswith("value_chooser.")})
     assert chooser.around_cue == 0
     assert torch.equal(state["value_chooser.key.weight"], saved["value_chooser.key.weight"])  # its weights kept
+
+
+def test_an_ensemble_answers_with_its_members_mean_probabilities():
+    from decision_engine.reader.chooser_ensemble import ChooserEnsemble, first_chooser, value_chooser
+
+    torch.manual_seed(0)
+    ensemble = ChooserEnsemble(2).eval()
+    assert [float(m.around_cue) for m in ensemble.members] == [0.0, 1.0]
+    lines = [{
+        "document": {"text": DOCUMENT},
+        "questions": [{"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}],
+        "labels": {"deposit": 1450},
+    }]
+    example = choice_examples(lines, Grounder(ValueChooser()).embedder)[0]
+    k = len(example.table.operations)
+    valid = torch.ones((1, k), dtype=torch.bool)
+    valid[0, 0] = False  # a candidate left out stays impossible
+    inputs = (example.question[None], example.mentions[None], example.table.operations[None],
+              example.table.operands[None], example.table.features[None], valid)
+    with torch.no_grad():
+        mixed = ensemble(*inputs).exp()
+        each = [m(*inputs).softmax(dim=-1) for m in ensemble.members]
+    assert torch.allclose(mixed, (each[0] + each[1]) / 2, atol=1e-6)
+    assert mixed[0, 0] == 0 and torch.isclose(mixed.sum(), torch.tensor(1.0))
+    assert not torch.allclose(each[0], each[1])  # the two cues read the mentions differently
+    assert first_chooser(ensemble) is ensemble.members[0] and isinstance(value_chooser(1), ValueChooser)
+    with pytest.raises(ValueError, match="at least two"):
+        ChooserEnsemble(1)
+
+
+def test_an_ensemble_copies_a_mention_end_to_end_with_a_tiny_model(tiny_backend):
+    from decision_engine.reader.chooser_ensemble import ChooserEnsemble
+    from decision_engine.training.value_choice import train_choosers
+
+    questions = [{"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}]
+    lines = [{"document": {"text": DOCUMENT}, "questions": questions, "labels": {"deposit": 1450}}]
+    torch.manual_seed(0)
+    grounder = Grounder(ChooserEnsemble(2))
+    examples = choice_examples(lines, grounder.embedder)
+    fitted = train_choosers(grounder.chooser, examples, epochs=60, log=lambda _: None)
+    assert len(fitted["members"]) == 2 and fitted["after"]["accuracy"] == 1.0
+    response = DecisionEngine(tiny_backend, grounder=grounder).decide(_request(questions), "joint")
+    assert response.answers[0].value == 1450 and response.answers[0].evidence[0].text == "$1,450"

@@ -389,13 +389,27 @@ def test_fit_chooser_adds_a_value_chooser_beside_an_unchanged_reader(smoke_check
 
 def test_fit_chooser_cue_around_is_saved_with_the_chooser(smoke_checkpoint, tmp_path, capsys):
     args = ["fit-chooser", "--model", str(smoke_checkpoint), "--groups", "2", "--epochs", "1"]
-    assert main([*args, "--out", str(tmp_path / "before")]) == 0
+    assert main([*args, "--out", str(tmp_path / "before"), "--cue", "before"]) == 0
     assert main([*args, "--out", str(tmp_path / "around"), "--cue", "around"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cue"] == "around"
     assert load_checkpoint(tmp_path / "before")[0].value_chooser.around_cue == 0
     assert load_checkpoint(tmp_path / "around")[0].value_chooser.around_cue == 1
     with pytest.raises(SystemExit):
         main([*args, "--out", str(tmp_path / "x"), "--cue", "after"])
+
+
+def test_fit_chooser_by_default_fits_one_chooser_per_cue_and_averages_them(smoke_checkpoint, tmp_path, capsys):
+    from decision_engine.reader.chooser_ensemble import ChooserEnsemble
+
+    out = tmp_path / "both"
+    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "3", "--epochs", "1"]) == 0
+    fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert fitted["cue"] == "both" and len(fitted["members"]) == 2
+    model, meta = load_checkpoint(out)
+    assert meta["config"]["value_choosers"] == 2 and isinstance(model.value_chooser, ChooserEnsemble)
+    assert [float(m.around_cue) for m in model.value_chooser.members] == [0.0, 1.0]
+    first, second = (dict(m.named_parameters()) for m in model.value_chooser.members)
+    assert any(not torch.equal(first[k], second[k]) for k in first)  # each member fitted on its own cue
 
 
 def test_fit_chooser_question_variants_multiply_the_training_questions(smoke_checkpoint, tmp_path, capsys):
@@ -416,14 +430,15 @@ def test_a_value_chooser_of_another_layout_is_a_clear_error_and_can_be_fitted_ag
     from decision_engine.model.loader import ModelLoadError
 
     out = tmp_path / "chosen"
-    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), "--groups", "2", "--epochs", "1"]) == 0
+    args = ["--groups", "2", "--epochs", "1", "--cue", "before"]
+    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(out), *args]) == 0
     state = load_file(str(out / "model.safetensors"))
     state["value_chooser.query.weight"] = state["value_chooser.query.weight"][:128].contiguous()  # an older layout's width
     save_file(state, str(out / "model.safetensors"))
     with pytest.raises(ModelLoadError, match="fit-chooser"):
         load_checkpoint(out)
     refitted = tmp_path / "refitted"
-    assert main(["fit-chooser", "--model", str(out), "--out", str(refitted), "--groups", "2", "--epochs", "1"]) == 0
+    assert main(["fit-chooser", "--model", str(out), "--out", str(refitted), *args]) == 0
     model, _ = load_checkpoint(refitted)
     assert model.value_chooser.query.weight.shape[0] > 128
 

@@ -38,6 +38,7 @@ class BlockDiffusionConfig:
     orders_evidence: bool = False  # with points_at_spans: a second span pointer orders the evidence each answer reports
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
+    value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
@@ -237,9 +238,9 @@ class BlockDiffusionModel(nn.Module):
                 self.evidence_pointer = SpanPointer()
         self.value_chooser = None
         if cfg.chooses_values:
-            from ..reader.value_chooser import ValueChooser
+            from ..reader.chooser_ensemble import value_chooser
 
-            self.value_chooser = ValueChooser()
+            self.value_chooser = value_chooser(cfg.value_choosers)
         self.comparison_chooser = None
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser

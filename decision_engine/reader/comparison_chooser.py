@@ -26,6 +26,7 @@ from torch import nn
 
 from ..grounding.candidates import Candidate, date_candidates, integer_candidates
 from ..grounding.mention import Mention
+from .chooser_ensemble import first_chooser
 from .value_chooser import DIM, CandidateTable, ValueChooser
 
 SIDE_CANDIDATES = 128  # integer candidates and date candidates a comparison may take each side from
@@ -72,10 +73,12 @@ class ComparisonChooser(nn.Module):
         self.gate = nn.Linear(dim, 1)  # whether the question is a comparison at all
         self.prior = nn.Linear(dim, 1)  # training only: how often the question is true whatever the document
 
-    def start_from(self, chooser: ValueChooser) -> None:
-        """Both sides start as the fitted value chooser, which already points at the value a question is about."""
-        self.left.load_state_dict(chooser.state_dict())
-        self.right.load_state_dict(chooser.state_dict())
+    def start_from(self, chooser: nn.Module) -> None:
+        """Both sides start as the fitted value chooser, which already points at the value a question is
+        about (an ensemble's first member, which reads the cue before a mention)."""
+        state = first_chooser(chooser).state_dict()
+        self.left.load_state_dict(state)
+        self.right.load_state_dict(state)
 
     def probabilities(
         self,

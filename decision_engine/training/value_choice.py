@@ -17,9 +17,11 @@ from pathlib import Path
 
 import msgspec
 import torch
+from torch import nn
 
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
+from ..reader.chooser_ensemble import ChooserEnsemble
 from ..reader.value_chooser import (
     CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
     question_mention_features,
@@ -30,7 +32,7 @@ from ..types import AnswerSchema
 
 BATCH = 64
 WORD_DROP = 0.25  # the share of words a variant leaves out
-CUES = ("before", "around")  # the words a chooser reads as a mention's cue
+CUES = ("before", "around", "both")  # the words a chooser reads as a mention's cue ("both": an ensemble of one per cue)
 CHOOSER_SEED = 7_000  # the chooser's generated groups: apart from the reader's epochs (seed * 1000 + epoch)
 
 
@@ -122,7 +124,7 @@ def collate(examples: Sequence[ChoiceExample]) -> tuple[torch.Tensor, ...]:
     return questions, mentions, operations, operands, features, valid, target
 
 
-def choice_accuracy(chooser: ValueChooser, examples: Sequence[ChoiceExample]) -> dict[str, float]:
+def choice_accuracy(chooser: nn.Module, examples: Sequence[ChoiceExample]) -> dict[str, float]:
     """Share of examples whose best column is right; and among those a candidate can answer."""
     right = reachable = right_reachable = 0
     training = chooser.training
@@ -176,8 +178,25 @@ def train_chooser(
     return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
 
 
+def train_choosers(
+    chooser: nn.Module, examples: Sequence[ChoiceExample], epochs: int, seed: int = 0, log: Callable[[str], None] = print
+) -> dict:
+    """`train_chooser` for a chooser, or for each member of an ensemble in turn (`reader.chooser_ensemble`),
+    then the ensemble's accuracy on the examples before and after."""
+    if not isinstance(chooser, ChooserEnsemble):
+        return train_chooser(chooser, examples, epochs, seed, log=log)
+    before = choice_accuracy(chooser, examples)
+    members = []
+    for i, member in enumerate(chooser.members):
+        log(f"ensemble member {i + 1}/{len(chooser.members)} (the cue {'around' if member.around_cue > 0.5 else 'before'})")
+        members.append(train_chooser(member, examples, epochs, seed, log=log))
+    after = choice_accuracy(chooser, examples)
+    log(f"ensemble accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after, "members": members}
+
+
 def fit_value_chooser(
-    chooser: ValueChooser,
+    chooser: nn.Module,
     groups: int,
     epochs: int,
     seed: int,
@@ -193,7 +212,7 @@ def fit_value_chooser(
     question with words left out (`choice_examples`)."""
     fitted = fit_on_generated(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
-        first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_chooser, accuracy=choice_accuracy,
+        first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_choosers, accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
         training_examples_of=functools.partial(choice_examples, variants=question_variants, seed=seed),
     )
@@ -209,11 +228,12 @@ def add_value_chooser(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     question_variants: int = 0,
-    cue: str = "before",
+    cue: str = "both",
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given).
-    `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`)."""
+    `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`),
+    or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`)."""
     if cue not in CUES:
         raise ValueError(f"cue must be one of {', '.join(CUES)}, not {cue!r}")
     from dataclasses import replace
@@ -221,13 +241,15 @@ def add_value_chooser(
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
 
     saved, meta = checkpoint_config(folder)
+    cfg = replace(saved, chooses_values=True, value_choosers=2 if cue == "both" else 1)
     try:
-        model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True), fresh_chooser=True)
+        model, meta = load_checkpoint(folder, cfg=cfg, fresh_chooser=True)
     except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
-        model, meta = load_checkpoint(folder, cfg=replace(saved, chooses_values=True, compares_values=False), fresh_chooser=True)
+        model, meta = load_checkpoint(folder, cfg=replace(cfg, compares_values=False), fresh_chooser=True)
         log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
             "fit a new one with `decision-engine fit-comparer`")
-    model.value_chooser.around_cue.fill_(float(cue == "around"))
+    if cue != "both":
+        model.value_chooser.around_cue.fill_(float(cue == "around"))
     pointer = model_pointer(model)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants)
     fitted["cue"] = cue

@@ -1,0 +1,41 @@
+"""Several value choosers answering as one: their probabilities over a slot's columns averaged.
+
+The members read a mention differently (the first the cue before it, the second the cue around it;
+`value_chooser.cue_view`), so each is wrong where the wording misleads it and the average is wrong
+less often than either. The ensemble's output is the log of the averaged probabilities, which a
+grounded slot reads as logits like a single chooser's (`decoding/grounded_space.py`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .value_chooser import ValueChooser
+
+
+class ChooserEnsemble(nn.Module):
+    """Value choosers whose probabilities are averaged; member i reads the cue around a mention when i is odd."""
+
+    def __init__(self, count: int = 2):
+        super().__init__()
+        if count < 2:
+            raise ValueError(f"an ensemble needs at least two choosers, not {count}")
+        self.members = nn.ModuleList(ValueChooser(around=bool(i % 2)) for i in range(count))
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """(B, K + 1) the log of the members' mean probabilities; `ValueChooser.forward`'s inputs."""
+        logs = torch.stack([member(*inputs).log_softmax(dim=-1) for member in self.members])
+        return torch.logsumexp(logs, dim=0) - math.log(len(self.members))
+
+
+def value_chooser(count: int = 1) -> nn.Module:
+    """The value chooser a model with `count` of them holds: one `ValueChooser`, or an ensemble."""
+    return ValueChooser() if count == 1 else ChooserEnsemble(count)
+
+
+def first_chooser(chooser: nn.Module) -> ValueChooser:
+    """The chooser itself, or an ensemble's first member (the one reading the cue before a mention)."""
+    return chooser.members[0] if isinstance(chooser, ChooserEnsemble) else chooser
