@@ -21,6 +21,7 @@ from decision_engine.grounding.mentions import find_mentions
 from decision_engine.reader.comparison_chooser import (
     ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss,
 )
+from decision_engine.reader.chooser_ensemble import ChooserEnsemble
 from decision_engine.reader.value_chooser import ValueChooser
 from decision_engine.rules import RuleSet
 from decision_engine.training.comparison_choice import (
@@ -114,6 +115,22 @@ def test_true_is_the_chance_that_the_left_value_is_at_most_the_right_one():
     assert chooser.probabilities(*_inputs([1, 5, 3]))[0].item() == pytest.approx(0.0, abs=1e-6)
 
 
+def test_each_side_starts_as_the_value_chooser_whole_or_as_an_ensembles_first_member():
+    torch.manual_seed(0)
+    ensemble = ChooserEnsemble(2)
+    sided = ComparisonChooser(sides=2)
+    sided.start_from(ensemble)
+    for side in (sided.left, sided.right):
+        assert isinstance(side, ChooserEnsemble)
+        for name, p in ensemble.state_dict().items():
+            assert torch.equal(side.state_dict()[name], p), name
+        assert side.members[1].around_cue.item() == 1.0  # the second member still reads the cue around
+    single = ComparisonChooser()
+    single.start_from(ensemble)
+    for name, p in ensemble.members[0].state_dict().items():
+        assert torch.equal(single.left.state_dict()[name], p) and torch.equal(single.right.state_dict()[name], p), name
+
+
 def test_the_three_columns_are_false_true_and_write():
     chooser = ComparisonChooser()
     chooser.left = _Fixed([0.0, -50.0, 0.0])
@@ -145,8 +162,9 @@ def test_collate_pads_each_document_table_with_pairs_that_never_compare():
     assert answers.dtype == torch.bool and answers.shape == (2,)
 
 
-def test_a_boolean_is_answered_by_comparing_two_dates_end_to_end_with_a_tiny_model(tiny_backend):
-    comparer = ComparisonChooser()
+@pytest.mark.parametrize("sides", [1, 2])
+def test_a_boolean_is_answered_by_comparing_two_dates_end_to_end_with_a_tiny_model(tiny_backend, sides):
+    comparer = ComparisonChooser(sides=sides)
     grounder = Grounder(ValueChooser(), comparer=comparer)
     training = comparison_examples(_lines(24, seed=0), grounder.embedder)
     torch.manual_seed(0)

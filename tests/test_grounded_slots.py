@@ -428,6 +428,9 @@ def test_an_ensemble_answers_with_its_members_mean_probabilities():
     assert torch.allclose(mixed, (each[0] + each[1]) / 2, atol=1e-6)
     assert mixed[0, 0] == 0 and torch.isclose(mixed.sum(), torch.tensor(1.0))
     assert not torch.allclose(each[0], each[1])  # the two cues read the mentions differently
+    ensemble(*inputs)[0, 1:].logsumexp(dim=0).backward()  # trained through, as a comparison's sides are
+    grads = [p.grad for p in ensemble.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)  # the impossible column gives no NaN
     assert first_chooser(ensemble) is ensemble.members[0] and isinstance(value_chooser(1), ValueChooser)
     with pytest.raises(ValueError, match="at least two"):
         ChooserEnsemble(1)

@@ -154,6 +154,11 @@ def test_base_weights_load_and_are_pinned(monkeypatch):
         loader.base_state_dict()
 
 
+def test_the_bundled_weights_stay_under_30_mb():
+    weights = Path(loader.__file__).resolve().parent.parent / "weights" / "model.safetensors"
+    assert weights.stat().st_size < 30_000_000, f"{weights.stat().st_size:,} bytes"
+
+
 def test_position_extension_keeps_the_ends():
     weight = torch.randn(512, 8)
     longer = loader.extend_positions(weight, 1024)

@@ -454,6 +454,7 @@ def test_fit_comparer_adds_a_comparison_chooser_started_from_the_value_chooser(t
     assert main(["fit-comparer", "--model", str(chosen), "--out", str(compared), "--groups", "4", "--epochs", "1"]) == 0
     model, meta = load_checkpoint(compared)
     assert model.cfg.compares_values and meta["training"]["comparison_chooser"]["examples"] > 0
+    assert model.cfg.comparer_sides == model.cfg.value_choosers == 2  # each side as the value chooser: one per cue
     assert "value_chooser" in meta["training"]  # the value chooser's record is kept
     chooser, _ = load_checkpoint(chosen)
     for name, p in chooser.value_chooser.named_parameters():

@@ -240,7 +240,7 @@ def _grown_state(
     if cfg.chooses_values:
         _fit_chooser_state(state, cfg.value_choosers, fresh_chooser, folder)
     if cfg.compares_values:
-        _fit_comparer_state(state, fresh_comparer, folder)
+        _fit_comparer_state(state, cfg.comparer_sides, fresh_comparer, folder)
     else:  # a config grown without the comparison chooser leaves a saved one out
         for k in [k for k in state if k.startswith("comparison_chooser.")]:
             del state[k]
@@ -255,11 +255,11 @@ def _fit_chooser_state(state: dict[str, torch.Tensor], count: int, fresh: bool, 
     _fit_part_state(state, "value_chooser", lambda: value_chooser(count), fresh, folder, "fit-chooser")
 
 
-def _fit_comparer_state(state: dict[str, torch.Tensor], fresh: bool, folder: Path | None) -> None:
-    """The same for the comparison chooser."""
+def _fit_comparer_state(state: dict[str, torch.Tensor], sides: int, fresh: bool, folder: Path | None) -> None:
+    """The same for the comparison chooser (`sides` value choosers each side)."""
     from ..reader.comparison_chooser import ComparisonChooser
 
-    _fit_part_state(state, "comparison_chooser", ComparisonChooser, fresh, folder, "fit-comparer")
+    _fit_part_state(state, "comparison_chooser", lambda: ComparisonChooser(sides=sides), fresh, folder, "fit-comparer")
 
 
 def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: bool, folder: Path | None, command: str) -> None:

@@ -40,6 +40,7 @@ class BlockDiffusionConfig:
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
     value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
+    comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
@@ -245,7 +246,7 @@ class BlockDiffusionModel(nn.Module):
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser
 
-            self.comparison_chooser = ComparisonChooser()
+            self.comparison_chooser = ComparisonChooser(sides=cfg.comparer_sides)
         self.answer_layers = None
         if cfg.answer_layers:
             self.answer_layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))

@@ -26,8 +26,8 @@ from torch import nn
 
 from ..grounding.candidates import Candidate, date_candidates, integer_candidates
 from ..grounding.mention import Mention
-from .chooser_ensemble import first_chooser
-from .value_chooser import DIM, CandidateTable, ValueChooser
+from .chooser_ensemble import first_chooser, value_chooser
+from .value_chooser import DIM, CandidateTable
 
 SIDE_CANDIDATES = 128  # integer candidates and date candidates a comparison may take each side from
 FLOOR = 1e-6  # the least probability a choice column is given, so its logit stays finite
@@ -65,18 +65,19 @@ class ComparisonTable:
 class ComparisonChooser(nn.Module):
     """Logits over (false, true, write) for boolean questions, from a compared pair of values."""
 
-    def __init__(self, dim: int = DIM):
+    def __init__(self, dim: int = DIM, sides: int = 1):
         super().__init__()
-        self.left = ValueChooser()
-        self.right = ValueChooser()
+        self.left = value_chooser(sides)  # each side as many value choosers as the model's (`sides`)
+        self.right = value_chooser(sides)
         self.strict = nn.Linear(dim, 1)  # whether the question reads "<" rather than "<="
         self.gate = nn.Linear(dim, 1)  # whether the question is a comparison at all
         self.prior = nn.Linear(dim, 1)  # training only: how often the question is true whatever the document
 
     def start_from(self, chooser: nn.Module) -> None:
         """Both sides start as the fitted value chooser, which already points at the value a question is
-        about (an ensemble's first member, which reads the cue before a mention)."""
-        state = first_chooser(chooser).state_dict()
+        about (where the sides are single choosers and it is an ensemble, as its first member, which
+        reads the cue before a mention)."""
+        state = (chooser if type(chooser) is type(self.left) else first_chooser(chooser)).state_dict()
         self.left.load_state_dict(state)
         self.right.load_state_dict(state)
 

@@ -182,7 +182,8 @@ def add_comparison_chooser(
     saved, meta = checkpoint_config(folder)
     if not saved.chooses_values:
         raise ModelLoadError(f"{folder} has no value chooser to start the comparison chooser from; fit one first (fit-chooser)")
-    model, meta = load_checkpoint(folder, cfg=replace(saved, compares_values=True), fresh_comparer=True)
+    sides = saved.value_choosers  # each side as many choosers as the value chooser it starts from
+    model, meta = load_checkpoint(folder, cfg=replace(saved, compares_values=True, comparer_sides=sides), fresh_comparer=True)
     comparer = model.comparison_chooser
     comparer.start_from(model.value_chooser)
     pointer = model_pointer(model)
