@@ -469,7 +469,7 @@ def test_fit_chooser_names_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
 def test_training_with_choosers_fits_them_first_and_a_continued_run_may_keep_them(tmp_path):
     config = tmp_path / "chooser.json"
     settings = TrainConfig.load("smoke").to_dict() | {
-        "chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1,
+        "chooses_values": True, "chooser_groups": 4, "chooser_epochs": 1, "chooser_cue": "both",
         "compares_values": True, "comparer_groups": 4, "comparer_epochs": 1,
     }
     config.write_text(json.dumps(settings))
@@ -478,6 +478,8 @@ def test_training_with_choosers_fits_them_first_and_a_continued_run_may_keep_the
     model, meta = load_checkpoint(out)
     assert model.cfg.chooses_values and model.value_chooser is not None
     assert meta["training"]["value_chooser"]["examples"] > 0
+    assert meta["training"]["value_chooser"]["cue"] == "both" and len(meta["training"]["value_chooser"]["members"]) == 2
+    assert model.cfg.value_choosers == model.cfg.comparer_sides == 2  # one chooser per cue, on each side too
     assert model.cfg.compares_values and model.comparison_chooser is not None
     assert meta["training"]["comparison_chooser"]["examples"] > 0
 

@@ -69,3 +69,11 @@ def test_the_shipped_recipe_is_what_the_bundled_model_recorded(tmp_path):
         differing = {k for k, v in record.items() if k not in RETIRED and ours[k] != v}
         assert differing <= {"contractnli_path", "name", "init_from"}, (stage, differing)
     assert TrainConfig.load("shipped").name == meta["train_config"]["name"]  # the same checkpoint name
+
+
+def test_a_config_naming_an_unknown_chooser_cue_says_which_values_are_known(tmp_path):
+    path = tmp_path / "cue.json"
+    path.write_text(json.dumps({"name": "cue", "chooses_values": True, "chooser_cue": "after"}))
+    with pytest.raises(ValueError, match=r"cue\.json: chooser_cue must be one of before, around, both, not 'after'"):
+        TrainConfig.load(str(path))
+    assert TrainConfig.load("shipped").chooser_cue == "both"  # the bundled kind: one value chooser per cue

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+CHOOSER_CUES = ("before", "around", "both")  # how a value chooser reads a mention (`fit-chooser --cue`)
+
 
 @dataclass
 class TrainConfig:
@@ -54,6 +56,7 @@ class TrainConfig:
     chooses_values: bool = False  # a value chooser grounds integer and date slots in the document's mentions
     chooser_groups: int = 1000  # generated training groups the chooser learns from (0: a continued model's chooser kept as it is)
     chooser_epochs: int = 40  # passes of the chooser over them (frozen vectors: seconds each)
+    chooser_cue: str = "before"  # how a fresh chooser reads a mention: "before", "around" or "both" (`fit-chooser --cue`)
     compares_values: bool = False  # a comparison chooser may answer boolean slots by comparing two values (needs chooses_values)
     comparer_groups: int = 1000  # generated training groups the comparison chooser learns from (0: a continued model's kept)
     comparer_epochs: int = 20  # passes of the comparison chooser over their boolean questions
@@ -61,6 +64,10 @@ class TrainConfig:
     prefix_cache_gb: float = 6.0  # with answer_layers: bound on the prefix states kept across steps and epochs
     seed: int = 0
     log_every: int = 20
+
+    def __post_init__(self):
+        if self.chooser_cue not in CHOOSER_CUES:
+            raise ValueError(f"chooser_cue must be one of {', '.join(CHOOSER_CUES)}, not {self.chooser_cue!r}")
 
     @classmethod
     def load(cls, name_or_path: str) -> TrainConfig:
@@ -80,7 +87,10 @@ class TrainConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{path}: unknown config fields {unknown}")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,11 +121,13 @@ PRESETS: dict[str, dict] = {
         learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
     ),
     # The bundled model: from the base encoder with the span pointer, each question reading only its own
-    # evidence, and a value chooser for integer and date slots (about 45 minutes on a 2-core CPU). The
+    # evidence, and two value choosers for integer and date slots, one per cue (about 45 minutes on a
+    # 2-core CPU; the bundled model's comparer and gate are fitted after it, see its model card). The
     # six-stage recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last
     # stage: experiments/cpu-stage6.json).
     "shipped": dict(
         name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
+        chooser_cue="both",
         question_summary=True, constrained_loss=True, generated_groups_per_epoch=300, contractnli_repeats=2,
         epochs=3, learning_rate=1.5e-4, warmup_steps=30, max_minutes=40.0, log_every=10,
     ),

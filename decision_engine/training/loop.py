@@ -59,10 +59,14 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             segments_read_alone=cfg.segments_read_alone,
             summary_from_marker=cfg.summary_from_marker,
             chooses_values=cfg.chooses_values,
+            value_choosers=2 if cfg.chooser_cue == "both" else 1,
             compares_values=cfg.compares_values,
+            comparer_sides=2 if cfg.chooser_cue == "both" else 1,
             answer_layers=cfg.answer_layers,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
+        if cfg.chooses_values and cfg.chooser_cue == "around":
+            model.value_chooser.around_cue.fill_(1.0)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     if model.answer_layers is not None:  # the prefix pass stays as built, so its states can be kept
@@ -267,7 +271,7 @@ def train(
             pointed = context if model.span_pointer is not None else None
             choosing = fit_value_chooser(
                 model.value_chooser, cfg.chooser_groups, cfg.chooser_epochs, cfg.seed, log, pointer=pointed
-            )
+            ) | {"cue": cfg.chooser_cue}
     comparing = _comparer(cfg, model, saved, context if model.span_pointer is not None else None, log)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)

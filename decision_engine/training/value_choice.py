@@ -27,12 +27,12 @@ from ..reader.value_chooser import (
     question_mention_features,
 )
 from ..retrieval.embedder import SpanEmbedder
+from .config import CHOOSER_CUES
 from .generated_fit import fit_on_generated, model_pointer
 from ..types import AnswerSchema
 
 BATCH = 64
 WORD_DROP = 0.25  # the share of words a variant leaves out
-CUES = ("before", "around", "both")  # the words a chooser reads as a mention's cue ("both": an ensemble of one per cue)
 CHOOSER_SEED = 7_000  # the chooser's generated groups: apart from the reader's epochs (seed * 1000 + epoch)
 
 
@@ -234,8 +234,8 @@ def add_value_chooser(
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given).
     `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`),
     or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`)."""
-    if cue not in CUES:
-        raise ValueError(f"cue must be one of {', '.join(CUES)}, not {cue!r}")
+    if cue not in CHOOSER_CUES:
+        raise ValueError(f"cue must be one of {', '.join(CHOOSER_CUES)}, not {cue!r}")
     from dataclasses import replace
 
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
