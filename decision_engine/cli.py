@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from .options import MODES, EngineOptions, add_engine_arguments, add_mode_argument
+from .training.config import CHOOSER_CUES
 
 EXIT_INVALID = 2
 COMMAND_PROVIDERS = "decision_engine.commands"  # entry-point group: functions adding subcommands to the parser
@@ -452,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also train on this many copies of each question with a quarter of its words left out (default 0)",
     )
     chooser.add_argument(
-        "--cue", choices=("before", "around", "both"), default="both",
+        "--cue", choices=CHOOSER_CUES, default="both",
         help="the words read as what a mention is: the eight tokens before it, sixteen on each side, or both "
         "(default: two choosers, one per cue, their probabilities averaged)",
     )

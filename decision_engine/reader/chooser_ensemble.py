@@ -39,6 +39,17 @@ def value_chooser(count: int = 1) -> nn.Module:
     return ValueChooser() if count == 1 else ChooserEnsemble(count)
 
 
+def chooser_count(cue: str) -> int:
+    """How many value choosers a cue asks for: "both" one per cue, "before" or "around" one."""
+    return 2 if cue == "both" else 1
+
+
+def read_cue(chooser: nn.Module, cue: str) -> None:
+    """Set a single chooser to read the cue before or around a mention; an ensemble's members keep theirs."""
+    if cue != "both":
+        chooser.around_cue.fill_(float(cue == "around"))
+
+
 def first_chooser(chooser: nn.Module) -> ValueChooser:
     """The chooser itself, or an ensemble's first member (the one reading the cue before a mention)."""
     return chooser.members[0] if isinstance(chooser, ChooserEnsemble) else chooser

@@ -14,6 +14,7 @@ import torch
 from ..backends.native import model_vocabulary
 from ..model.loader import checkpoint_config, from_base, load_checkpoint, random_model, save_checkpoint
 from ..model.transformer import BlockDiffusionConfig
+from ..reader.chooser_ensemble import chooser_count, read_cue
 from ..types import MAX_QUESTIONS
 from .config import TrainConfig
 from .examples import Example
@@ -59,14 +60,14 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             segments_read_alone=cfg.segments_read_alone,
             summary_from_marker=cfg.summary_from_marker,
             chooses_values=cfg.chooses_values,
-            value_choosers=2 if cfg.chooser_cue == "both" else 1,
+            value_choosers=chooser_count(cfg.chooser_cue),
             compares_values=cfg.compares_values,
-            comparer_sides=2 if cfg.chooser_cue == "both" else 1,
+            comparer_sides=chooser_count(cfg.chooser_cue),
             answer_layers=cfg.answer_layers,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)
-        if cfg.chooses_values and cfg.chooser_cue == "around":
-            model.value_chooser.around_cue.fill_(1.0)
+        if model.value_chooser is not None:
+            read_cue(model.value_chooser, cfg.chooser_cue)
     if cfg.freeze_word_embeddings:
         model.embed.word.weight.requires_grad_(False)
     if model.answer_layers is not None:  # the prefix pass stays as built, so its states can be kept

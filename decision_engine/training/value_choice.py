@@ -21,7 +21,7 @@ from torch import nn
 
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
-from ..reader.chooser_ensemble import ChooserEnsemble
+from ..reader.chooser_ensemble import ChooserEnsemble, chooser_count, read_cue
 from ..reader.value_chooser import (
     CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
     question_mention_features,
@@ -241,15 +241,14 @@ def add_value_chooser(
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
 
     saved, meta = checkpoint_config(folder)
-    cfg = replace(saved, chooses_values=True, value_choosers=2 if cue == "both" else 1)
+    cfg = replace(saved, chooses_values=True, value_choosers=chooser_count(cue))
     try:
         model, meta = load_checkpoint(folder, cfg=cfg, fresh_chooser=True)
     except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
         model, meta = load_checkpoint(folder, cfg=replace(cfg, compares_values=False), fresh_chooser=True)
         log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
             "fit a new one with `decision-engine fit-comparer`")
-    if cue != "both":
-        model.value_chooser.around_cue.fill_(float(cue == "around"))
+    read_cue(model.value_chooser, cue)
     pointer = model_pointer(model)
     fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants)
     fitted["cue"] = cue
