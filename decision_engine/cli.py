@@ -374,6 +374,33 @@ def _fit_gate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_verdict(args: argparse.Namespace) -> int:
+    from .datasets.contractnli import ContractNliError
+    from .factory import build_engine
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS, open_model
+    from .training.verdict_fit import add_verdict_reader
+
+    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    if not Path(args.contractnli).is_file():
+        print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    if args.epochs < 1 or args.rank < 1:
+        print("error: --epochs and --rank must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        engine = build_engine(model=open_model(folder))
+        fitted = add_verdict_reader(
+            engine, folder, Path(args.out), Path(args.contractnli), args.epochs, args.rank, args.seed,
+            log=lambda line: print(line, flush=True),
+        )
+    except (ModelLoadError, ValueError, ContractNliError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
+    return 0
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from .factory import build_engine
     from .kinds import all_kinds
@@ -490,6 +517,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--contractnli", required=True, help="ContractNLI JSON: its training split is read (never the held-out one)"
     )
     gating.set_defaults(func=_fit_gate)
+
+    verdicts = sub.add_parser(
+        "fit-verdict", help="fit a verdict reader onto a checkpoint: each hypothesis read with its evidence as one text"
+    )
+    verdicts.add_argument("--model", default="bundled", help='checkpoint folder with a span pointer, or "bundled" (default)')
+    verdicts.add_argument("--out", required=True, help="folder for the checkpoint with its verdict reader")
+    verdicts.add_argument(
+        "--contractnli", required=True, help="ContractNLI JSON: its training split teaches the reader; the held-out one is measured"
+    )
+    verdicts.add_argument("--epochs", type=int, default=3, help="passes over the training hypotheses")
+    verdicts.add_argument("--rank", type=int, default=8, help="rank of the updates of the base encoder's projections")
+    verdicts.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
+    verdicts.set_defaults(func=_fit_verdict)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")
     calibrate.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

@@ -107,7 +107,7 @@ class DecisionEngine:
             return lay_out(
                 request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
                 reads_documents=model.reads_documents, grounder=self.grounder,
-                gate=getattr(model, "absence_gate", None),
+                gate=getattr(model, "absence_gate", None), verdict=getattr(model, "verdict_reader", None),
             )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:

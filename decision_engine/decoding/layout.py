@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
-from ..reader.absence_gate import AbsenceGate, PassageStrength
+from ..reader.absence_gate import AbsenceGate, PassageStrength, is_hypothesis_slot
 from ..rules import RuleSet
 from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
 from .slot_space import ChoiceSpace, SlotSpace, build_space
+
+if TYPE_CHECKING:
+    from ..reader.verdict_reader import VerdictReader
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -158,6 +161,7 @@ def lay_out(
     reads_documents: bool = False,
     grounder: Grounding | None = None,
     gate: AbsenceGate | None = None,
+    verdict: VerdictReader | None = None,
 ) -> Layout:
     """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
 
@@ -166,7 +170,9 @@ def lay_out(
     questions and each names the document, which the model reads whole (up to `READ_CHARS`). A
     `grounder` turns integer and date slots into grounded ones (a choice among the document's values).
     A `gate` shifts the odds of hypothesis slots' absence choices by how strongly the context builder
-    found a passage for each question (`reader/absence_gate.py`).
+    found a passage for each question (`reader/absence_gate.py`); a `verdict` reader adds its
+    log-probability of each verdict, read from the evidence the context builder reports for each
+    question (`reader/verdict_reader.py`).
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -198,27 +204,44 @@ def lay_out(
         blocks, evidence, shown = [], [], []
         for s in slots:
             choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
-            _gate(gate, [spaces[s]], choice.strength)  # before its block, which notes its biased positions
+            _bias_hypotheses(gate, verdict, [spaces[s]], [texts[s]], choice)  # before its block, which notes its biased positions
             prefix = build_prefix(vocab, [(1, questions[s])], choice.token_ids, choice.per_question)
             blocks.append(Block(group, [s], [1], prefix))
             evidence.extend(choice.evidence)
             shown.extend(_shown(choice, 1))
     else:
         choice = context(document, texts, budget(questions, sum(lengths)))
-        _gate(gate, spaces, choice.strength)
+        _bias_hypotheses(gate, verdict, spaces, texts, choice)
         evidence, shown = choice.evidence, _shown(choice, len(slots))
         prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids, choice.per_question)
         blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
     return Layout(request, mode, group, rules, blocks, evidence, shown)
 
 
-def _gate(gate: AbsenceGate | None, spaces: Sequence[SlotSpace], strength: Sequence[PassageStrength] | None) -> None:
-    """Give each hypothesis slot the gate's bias for its question's strength (other slots get None)."""
-    if gate is None or strength is None:
+def _bias_hypotheses(
+    gate: AbsenceGate | None,
+    verdict: VerdictReader | None,
+    spaces: Sequence[SlotSpace],
+    texts: Sequence[str],
+    choice: ContextChoice,
+) -> None:
+    """Give each hypothesis slot its bias: the gate's for its question's strength, plus the verdict
+    reader's log-probabilities on its question's reported evidence (other slots get None)."""
+    strength = choice.strength
+    if gate is not None and strength is not None:
+        for space, found in zip(spaces, strength, strict=True):
+            if isinstance(space, ChoiceSpace):
+                space.choice_bias = gate.choice_bias(space.values, found)
+    if verdict is None or not choice.evidence:
         return
-    for space, found in zip(spaces, strength, strict=True):
-        if isinstance(space, ChoiceSpace):
-            space.choice_bias = gate.choice_bias(space.values, found)
+    asked = [i for i, space in enumerate(spaces) if isinstance(space, ChoiceSpace) and is_hypothesis_slot(space.values)]
+    if not asked:
+        return
+    read = verdict.log_probs([texts[i] for i in asked], [[e.text for e in choice.evidence[i]] for i in asked])
+    for i, log_probs in zip(asked, read):
+        space = spaces[i]
+        added = verdict.choice_bias(space.values, log_probs)
+        space.choice_bias = [a + b for a, b in zip(space.choice_bias or [0.0] * len(added), added)]
 
 
 READ_CHARS = 200_000  # a model that reads whole documents reads this many characters; past it, the leading ones

@@ -191,6 +191,7 @@ def load_checkpoint(
     cfg: BlockDiffusionConfig | None = None,
     fresh_chooser: bool = False,
     fresh_comparer: bool = False,
+    fresh_verdict: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -198,7 +199,7 @@ def load_checkpoint(
     positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
-    same for the comparison chooser.
+    same for the comparison chooser, and `fresh_verdict` for the verdict reader.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -209,7 +210,7 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder, fresh_comparer), assign=True)
+    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict), assign=True)
     return model.eval(), meta
 
 
@@ -219,6 +220,7 @@ def _grown_state(
     fresh_chooser: bool = False,
     folder: Path | None = None,
     fresh_comparer: bool = False,
+    fresh_verdict: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -244,6 +246,8 @@ def _grown_state(
     else:  # a config grown without the comparison chooser leaves a saved one out
         for k in [k for k in state if k.startswith("comparison_chooser.")]:
             del state[k]
+    if cfg.reads_verdicts:
+        _fit_verdict_state(state, cfg.verdict_rank, fresh_verdict, folder)
     return state
 
 
@@ -260,6 +264,13 @@ def _fit_comparer_state(state: dict[str, torch.Tensor], sides: int, fresh: bool,
     from ..reader.comparison_chooser import ComparisonChooser
 
     _fit_part_state(state, "comparison_chooser", lambda: ComparisonChooser(sides=sides), fresh, folder, "fit-comparer")
+
+
+def _fit_verdict_state(state: dict[str, torch.Tensor], rank: int, fresh: bool, folder: Path | None) -> None:
+    """The same for the verdict reader (updates of rank `rank`)."""
+    from ..reader.verdict_reader import VerdictReader
+
+    _fit_part_state(state, "verdict_reader", lambda: VerdictReader(rank), fresh, folder, "fit-verdict")
 
 
 def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: bool, folder: Path | None, command: str) -> None:

@@ -41,6 +41,8 @@ class BlockDiffusionConfig:
     value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
+    reads_verdicts: bool = False  # a verdict reader (reader/verdict_reader.py) weighs in on hypothesis slots
+    verdict_rank: int = 8  # with reads_verdicts: the rank of its updates of the base encoder
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
@@ -247,6 +249,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.comparison_chooser import ComparisonChooser
 
             self.comparison_chooser = ComparisonChooser(sides=cfg.comparer_sides)
+        self.verdict_reader = None
+        if cfg.reads_verdicts:
+            from ..reader.verdict_reader import VerdictReader
+
+            self.verdict_reader = VerdictReader(cfg.verdict_rank)
         self.answer_layers = None
         if cfg.answer_layers:
             self.answer_layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))

@@ -1,0 +1,144 @@
+"""The verdict reader: a hypothesis read against the clauses its question's evidence names, as one text.
+
+The reader's own layers see a hypothesis beside its evidence too, but they also learn every other
+kind of question. The verdict reader is a cross-encoder trained on hypothesis slots alone: the base
+sentence encoder (pinned, frozen) reads "[CLS] hypothesis [SEP] evidence [SEP]", where the evidence is
+the first `passages` spans the evidence pointer ranks for that question, and a head over its mean
+state says absent, entailed or contradicted. Only low-rank updates of each layer's query, key and
+value projections (rank `rank`) and the head are trained and saved, about 0.2 MB in fp16.
+
+Its log-probabilities are added, per choice, to the odds of a hypothesis slot (the slot's
+`choice_bias`, beside the absence gate's), so the slot's answer is the product of both readers'
+beliefs: where they disagree the surer one wins (`training/verdict_fit.py` fits it).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .absence_gate import is_absence_choice
+
+DIM = 384  # the base sentence encoder's width
+LAYERS = 6  # its layers
+TARGETS = ("query", "key", "value")  # the projections each layer's low-rank update changes
+VERDICTS = ("absent", "entailed", "contradicted")  # the head's outputs, in order
+ENTAILED = frozenset({"entailment", "entailed"})
+CONTRADICTED = frozenset({"contradiction", "contradicted"})
+PASSAGES = 3  # evidence spans read per hypothesis, best first
+MAX_TOKENS = 256  # hypothesis and evidence together; the evidence is cut to fit
+ALPHA = 16.0  # the low-rank update is scaled by ALPHA / rank
+
+
+def verdict_of(choice: object) -> int | None:
+    """Which of `VERDICTS` an enum choice says, or None for a choice that is not a verdict."""
+    if not isinstance(choice, str):
+        return None
+    if is_absence_choice(choice):
+        return 0
+    words = " ".join(choice.lower().replace("_", " ").split())
+    return 1 if words in ENTAILED else 2 if words in CONTRADICTED else None
+
+
+class VerdictReader(nn.Module):
+    """The trained part of the verdict reader: per layer and target projection a low-rank update
+    (`down` then `up`; `up` starts at zero, so an untrained reader leaves the base encoder as it is),
+    and the head. The encoder it updates is the pinned base, loaded on first use (`encoder`)."""
+
+    def __init__(self, rank: int = 8):
+        super().__init__()
+        self.rank = rank
+        self.down = nn.Parameter(torch.empty(LAYERS, len(TARGETS), rank, DIM))
+        self.up = nn.Parameter(torch.zeros(LAYERS, len(TARGETS), DIM, rank))
+        nn.init.kaiming_uniform_(self.down.view(-1, DIM), a=math.sqrt(5))
+        self.head = nn.Linear(DIM, len(VERDICTS))
+        self._built: dict[str, Any] = {}  # the merged base encoder and its tokenizer, on first use (not saved)
+        self._lock = threading.Lock()
+
+    @property
+    def scale(self) -> float:
+        return ALPHA / self.rank
+
+    def delta(self, layer: int, target: int) -> torch.Tensor:
+        """The low-rank update of one projection's weight, (out, in)."""
+        return self.scale * self.up[layer, target] @ self.down[layer, target]
+
+    def attach(self, encoder: nn.Module, dropout: float = 0.1) -> list:
+        """Hook this reader's updates onto a base encoder's projections, for training (gradients reach
+        `down` and `up`, the base stays as it is); returns the hooks, to remove when done."""
+        drop = nn.Dropout(dropout)
+        hooks = []
+        for layer, target, linear in _projections(encoder):
+            def added(module, inputs, output, layer=layer, target=target):
+                x = drop(inputs[0]) if module.training else inputs[0]
+                low = x @ self.down[layer, target].T
+                return output + self.scale * (low @ self.up[layer, target].T)
+            hooks.append(linear.register_forward_hook(added))
+        return hooks
+
+    def logits(self, encoder: nn.Module, encoded: dict) -> torch.Tensor:
+        """(N, 3) verdict logits of tokenized (hypothesis, evidence) pairs, read by `encoder`."""
+        hidden = encoder(**encoded).last_hidden_state
+        mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0))
+
+    def log_probs(self, hypotheses: Sequence[str], evidence: Sequence[Sequence[str]]) -> torch.Tensor:
+        """(N, 3) log-probabilities of each verdict for each hypothesis and its evidence (best first)."""
+        if not hypotheses:
+            return torch.zeros((0, len(VERDICTS)))
+        with self._lock, torch.inference_mode():
+            encoder, tokenizer = self.encoder()
+            encoded = tokenize_pairs(tokenizer, hypotheses, evidence)
+            return self.logits(encoder, encoded).float().log_softmax(dim=-1).cpu()
+
+    def choice_bias(self, choices: Sequence[object], log_probs: torch.Tensor) -> list[float]:
+        """Per choice, the log-probability of the verdict it says (0 for a choice that says none)."""
+        found = [verdict_of(c) for c in choices]
+        return [0.0 if v is None else float(log_probs[v]) for v in found]
+
+    def encoder(self):
+        """The base encoder with this reader's updates folded into its weights, and its tokenizer
+        (built once, on first use)."""
+        if not self._built:
+            encoder, tokenizer = load_base_encoder()
+            with torch.no_grad():
+                for layer, target, linear in _projections(encoder):
+                    linear.weight += self.delta(layer, target).to(linear.weight.dtype)
+            self._built.update(encoder=encoder.eval(), tokenizer=tokenizer)
+        return self._built["encoder"], self._built["tokenizer"]
+
+    def forget_encoder(self) -> None:
+        """Drop the merged encoder (after the updates changed, it would be stale)."""
+        self._built.clear()
+
+
+def load_base_encoder():
+    """The pinned base sentence encoder (a transformers BertModel, float32, eval mode) and its tokenizer."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from ..model.loader import base_model_dir
+
+    folder = str(base_model_dir())
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    return AutoModel.from_pretrained(folder, local_files_only=True).eval(), tokenizer
+
+
+def tokenize_pairs(tokenizer, hypotheses: Sequence[str], evidence: Sequence[Sequence[str]]) -> dict:
+    """Padded (hypothesis, evidence) pairs as the verdict reader reads them: the first `PASSAGES`
+    spans, whitespace folded, cut so the pair fits `MAX_TOKENS`."""
+    passages = [" ".join(" ".join(span.split()) for span in spans[:PASSAGES]) for spans in evidence]
+    return tokenizer(
+        list(hypotheses), passages, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
+    )
+
+
+def _projections(encoder: nn.Module):
+    """(layer, target index, linear) for each projection a low-rank update changes."""
+    for layer, block in enumerate(encoder.encoder.layer):
+        for t, name in enumerate(TARGETS):
+            yield layer, t, getattr(block.attention.self, name)

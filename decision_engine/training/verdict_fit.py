@@ -1,0 +1,152 @@
+"""Fitting a checkpoint's verdict reader (`reader/verdict_reader.py`) on ContractNLI's training documents.
+
+Each training hypothesis is read beside the evidence the checkpoint's context builder reports for it
+(its evidence pointer's best spans), exactly as a decision lays it out, and labelled with its gold
+verdict. Only the verdict reader's low-rank updates and head learn; the base encoder and the rest of
+the checkpoint stay as they are. The held-out documents are read afterwards, for the record only.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..evaluation import LabelledGroup, load_groups
+from ..reader.absence_gate import is_hypothesis_slot
+from ..reader.verdict_reader import VerdictReader, load_base_encoder, tokenize_pairs, verdict_of
+
+BATCH = 16
+LEARNING_RATE = 5e-4
+WARMUP_SHARE = 0.1  # of the steps, rising to the learning rate; then a linear fall to zero
+
+
+@dataclass(frozen=True)
+class VerdictExample:
+    """One hypothesis, the evidence it is read beside (best first) and its gold verdict (index in VERDICTS)."""
+
+    hypothesis: str
+    evidence: tuple[str, ...]
+    verdict: int
+
+
+def verdict_examples(context, groups: Sequence[LabelledGroup]) -> list[VerdictExample]:
+    """The hypothesis questions of `groups`, each with the evidence `context` reports for it."""
+    examples = []
+    for group in groups:
+        line = group.request_line
+        questions = [
+            q for q in line["questions"]
+            if is_hypothesis_slot(q["schema"].get("enum") or ()) and verdict_of(group.labels.get(q["id"])) is not None
+        ]
+        if not questions:
+            continue
+        texts = [q["text"] for q in questions]
+        choice = context(line["document"]["text"], texts, 0)
+        for q, text, evidence in zip(questions, texts, choice.evidence):
+            examples.append(VerdictExample(text, tuple(e.text for e in evidence), verdict_of(group.labels[q["id"]])))
+    return examples
+
+
+def train_verdict_reader(
+    reader: VerdictReader,
+    examples: Sequence[VerdictExample],
+    epochs: int,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> list[float]:
+    """Fit `reader`'s updates and head on `examples` (the base encoder frozen); returns each epoch's
+    mean loss. The reader is left in eval mode, its merged encoder rebuilt on next use."""
+    torch.manual_seed(seed)
+    order = list(examples)
+    shuffle = random.Random(seed).shuffle
+    encoder, tokenizer = load_base_encoder()
+    for parameter in encoder.parameters():
+        parameter.requires_grad_(False)
+    encoder.train()  # its dropout, as the base was trained with
+    reader.train()
+    hooks = reader.attach(encoder)
+    steps = epochs * max(1, -(-len(order) // BATCH))
+    optimizer = torch.optim.AdamW(reader.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=LEARNING_RATE, total_steps=steps, pct_start=WARMUP_SHARE, anneal_strategy="linear"
+    )
+    losses = []
+    try:
+        for epoch in range(epochs):
+            shuffle(order)
+            started, total = time.monotonic(), 0.0
+            for first in range(0, len(order), BATCH):
+                batch = order[first : first + BATCH]
+                encoded = tokenize_pairs(tokenizer, [e.hypothesis for e in batch], [e.evidence for e in batch])
+                target = torch.tensor([e.verdict for e in batch])
+                loss = nn.functional.cross_entropy(reader.logits(encoder, encoded), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                schedule.step()
+                total += loss.item() * len(batch)
+            losses.append(total / max(len(order), 1))
+            log(f"verdict reader epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f} ({time.monotonic() - started:.0f} s)")
+    finally:
+        for hook in hooks:
+            hook.remove()
+        reader.eval()
+        reader.forget_encoder()
+    return losses
+
+
+def verdict_accuracy(reader: VerdictReader, examples: Sequence[VerdictExample]) -> float:
+    """The share of `examples` whose most likely verdict is the gold one."""
+    if not examples:
+        return 0.0
+    right = 0
+    for first in range(0, len(examples), 32):
+        batch = examples[first : first + 32]
+        predicted = reader.log_probs([e.hypothesis for e in batch], [e.evidence for e in batch]).argmax(dim=-1)
+        right += sum(int(p) == e.verdict for p, e in zip(predicted.tolist(), batch))
+    return right / len(examples)
+
+
+def add_verdict_reader(
+    engine,
+    folder: Path,
+    out: Path,
+    contractnli: Path,
+    epochs: int = 3,
+    rank: int = 8,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
+    ContractNLI training documents as `engine` (opened on that checkpoint) lays them out; returns the
+    fit's record, with the reader's accuracy on the held-out documents."""
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
+
+    if not hasattr(engine.context, "strengths"):
+        raise ValueError(f"{folder} has no span pointer: the verdict reader reads the evidence it reports")
+    if epochs < 1 or rank < 1:
+        raise ValueError("epochs and rank must be at least 1")
+    started = time.monotonic()
+    train = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "train", seed=seed))
+    held_out = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "validation", seed=seed))
+    if not train:
+        raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
+    log(f"verdict reader: {len(train)} training hypotheses, {len(held_out)} held out")
+    saved, _ = checkpoint_config(folder)
+    model, meta = load_checkpoint(folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank), fresh_verdict=True)
+    losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
+    record = {
+        "hypotheses": len(train), "epochs": epochs, "rank": rank, "losses": [round(x, 4) for x in losses],
+        "held_out_hypotheses": len(held_out),
+        "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
+        "minutes": round((time.monotonic() - started) / 60, 2),
+    }
+    log(f"verdict reader: held-out accuracy {record['held_out_accuracy']:.3f} on {len(held_out)} hypotheses")
+    save_refitted(model, meta, out, folder, "verdict_reader", record)
+    return record
