@@ -385,14 +385,14 @@ def _fit_verdict(args: argparse.Namespace) -> int:
     if not Path(args.contractnli).is_file():
         print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
         return EXIT_INVALID
-    if args.epochs < 1 or args.rank < 1 or args.groups < 0:
-        print("error: --epochs and --rank must be at least 1, --groups at least 0", file=sys.stderr)
+    if args.epochs < 1 or args.rank < 1:
+        print("error: --epochs and --rank must be at least 1", file=sys.stderr)
         return EXIT_INVALID
     try:
         engine = build_engine(model=open_model(folder))
         fitted = add_verdict_reader(
             engine, folder, Path(args.out), Path(args.contractnli), args.epochs, args.rank, args.seed,
-            log=lambda line: print(line, flush=True), groups=args.groups,
+            log=lambda line: print(line, flush=True),
         )
     except (ModelLoadError, ValueError, ContractNliError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -528,10 +528,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verdicts.add_argument("--epochs", type=int, default=3, help="passes over the training hypotheses")
     verdicts.add_argument("--rank", type=int, default=8, help="rank of the updates of the base encoder's projections")
-    verdicts.add_argument(
-        "--groups", type=int, default=600,
-        help='generated training groups whose yes / no ("not mentioned") questions are learned too (0: hypotheses only)',
-    )
     verdicts.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
     verdicts.set_defaults(func=_fit_verdict)
 

@@ -15,7 +15,6 @@ from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, 
 from .decoding.provenance import fixed_by, rule_bounded
 from .errors import EngineFailure, RequestError
 from .precision import computing_in
-from .reader.absence_gate import is_hypothesis_slot
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
 from .validation import Limits
 from .values import kind, value_problem
@@ -174,9 +173,9 @@ class DecisionEngine:
 def calibration_kind(p: Layout, slot: int) -> str:
     """The answer kind whose calibration map a slot's confidence goes through: "compared" for a boolean
     a comparison chose (its confidence is the comparison chooser's, not the reader's), "hypothesis" for
-    a hypothesis slot whose odds were shifted (by the absence gate or the verdict reader), else its kind."""
+    an enum the absence gate shifted (its odds are the reader's and the gate's), else its kind."""
     space = p.group.constraints.spaces[slot]
-    if space.choice_bias is not None and is_hypothesis_slot(space.values):
+    if space.choice_bias is not None:
         return "hypothesis"
     if isinstance(space, GroundedSpace) and space.chosen(p.group.constraints.patterns[slot]) is not None:
         if isinstance(space.values[0], bool):

@@ -11,9 +11,7 @@ import torch
 
 from conftest import FakeModel
 from decision_engine.engine import DecisionEngine
-from decision_engine.reader.verdict_reader import (
-    VERDICTS, VerdictReader, is_verdict_slot, load_base_encoder, tokenize_pairs, verdict_of,
-)
+from decision_engine.reader.verdict_reader import VERDICTS, VerdictReader, load_base_encoder, tokenize_pairs, verdict_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_absence_gate import NLI, StrengthContext, leaning_logits, nli_request  # noqa: E402
@@ -24,22 +22,10 @@ PAIRS = (["The recipient may share the information with its employees."], [["Emp
 @pytest.mark.parametrize(
     "choice, verdict",
     [("not mentioned", 0), ("Not_Mentioned", 0), ("n/a", 0), ("entailment", 1), ("Entailed", 1),
-     ("contradiction", 2), (" contradicted ", 2), ("Yes", 1), ("no", 2), ("maybe", None), ("not required", None),
-     (True, None)],
+     ("contradiction", 2), (" contradicted ", 2), ("yes", None), ("maybe", None), (True, None)],
 )
 def test_choices_are_read_as_verdicts_by_their_words(choice, verdict):
     assert verdict_of(choice) == verdict
-
-
-@pytest.mark.parametrize(
-    "choices, read",
-    [(NLI, True), (["entailment", "not mentioned"], True), (["yes", "no", "not mentioned"], True), (["yes", "no"], True),
-     (["yes", "no", "not required"], False),  # "not required" is an outcome, not a verdict
-     (["yes", "not mentioned"], False), (["entailment", "contradiction", "yes"], False),  # two choices, one verdict
-     (["approve", "hold"], False), ([True, False], False)],
-)
-def test_verdict_slots_are_those_whose_every_choice_is_a_different_verdict(choices, read):
-    assert is_verdict_slot(choices) is read
 
 
 def test_choice_bias_gives_each_choice_its_verdicts_log_probability():
@@ -114,26 +100,18 @@ def test_a_sure_verdict_reader_turns_hypothesis_answers_in_every_mode(vocab, mod
     assert answers[2] == ["contradiction"] * 2
 
 
-def test_verdict_slots_are_read_and_only_hypotheses_take_the_hypothesis_maps(vocab):
-    from decision_engine.engine import calibration_kind
+def test_only_hypothesis_slots_are_read(vocab):
     from decision_engine.types import AnswerSchema, DecisionRequest, Document, Question
 
     model = FakeModel(vocab, leaning_logits(vocab))
     model.verdict_reader = LeaningVerdicts(2)
-    enum = lambda *choices: AnswerSchema(type="string", enum=list(choices))  # noqa: E731
     questions = [
-        Question(id="fact", text="Is it mentioned?", schema=enum("yes", "no", "not mentioned")),
-        Question(id="outcome", text="Which outcome?", schema=enum("approve", "hold")),
-        Question(id="h", text="Hypothesis.", schema=enum(*NLI)),
+        Question(id="fact", text="Is it mentioned?", schema=AnswerSchema(type="string", enum=["yes", "no", "not mentioned"])),
+        Question(id="h", text="Hypothesis.", schema=AnswerSchema(type="string", enum=NLI)),
     ]
     request = DecisionRequest(document=Document(text="Some clause."), questions=questions)
-    engine = DecisionEngine(model, context=StrengthContext(vocab, 10.0))
-    layout = engine.prepare(request, "joint")
-    assert [h for hypotheses, _ in model.verdict_reader.read for h in hypotheses] == ["Is it mentioned?", "Hypothesis."]
-    assert layout.group.constraints.spaces[1].choice_bias is None
-    assert [calibration_kind(layout, s) for s in range(3)] == ["enum", "enum", "hypothesis"]
-    answers = {a.id: a.value for a in engine.decide(request).answers}
-    assert answers["fact"] == "no" and answers["h"] == "contradiction"
+    DecisionEngine(model, context=StrengthContext(vocab, 10.0)).decide(request)
+    assert [h for hypotheses, _ in model.verdict_reader.read for h in hypotheses] == ["Hypothesis."]
 
 
 def test_fit_verdict_names_what_it_cannot_use(tmp_path, capsys):
@@ -150,8 +128,6 @@ def test_fit_verdict_names_what_it_cannot_use(tmp_path, capsys):
     assert "no span pointer" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "bad.json"), "--epochs", "0"]) == 2
     assert "--epochs" in capsys.readouterr().err
-    assert main([*args, str(tmp_path / "bad.json"), "--groups", "-1"]) == 2
-    assert "--groups" in capsys.readouterr().err
 
 
 def test_fit_verdict_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alone(tmp_path, capsys):
@@ -166,10 +142,9 @@ def test_fit_verdict_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     capsys.readouterr()
     out = tmp_path / "verdicts"
     args = ["fit-verdict", "--model", str(tmp_path / "model"), "--out", str(out), "--contractnli", str(data)]
-    assert main([*args, "--epochs", "1", "--rank", "2", "--groups", "8"]) == 0
+    assert main([*args, "--epochs", "1", "--rank", "2"]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["hypotheses"] > 0 and fitted["rank"] == 2 and len(fitted["losses"]) == 1
-    assert fitted["generated_groups"] == 8 and fitted["generated_questions"] > 0  # the yes / no questions among them
     assert 0.0 <= fitted["held_out_accuracy"] <= 1.0
     before, _ = load_checkpoint(tmp_path / "model")
     after, meta = load_checkpoint(out)

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
-from ..reader.absence_gate import AbsenceGate, PassageStrength
-from ..reader.verdict_reader import VerdictReader, is_verdict_slot
+from ..reader.absence_gate import AbsenceGate, PassageStrength, is_hypothesis_slot
 from ..rules import RuleSet
 from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
 from .slot_space import ChoiceSpace, SlotSpace, build_space
+
+if TYPE_CHECKING:
+    from ..reader.verdict_reader import VerdictReader
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
 CHARS_PER_TOKEN_BOUND = 12  # documents are cut to budget * this many characters before tokenizing
@@ -223,9 +225,8 @@ def _bias_hypotheses(
     texts: Sequence[str],
     choice: ContextChoice,
 ) -> None:
-    """Give each hypothesis slot the gate's bias for its question's strength, and each slot whose choices
-    are verdicts (hypothesis slots, "yes" / "no" / "not mentioned") the verdict reader's log-probabilities
-    on its question's reported evidence (other slots get None)."""
+    """Give each hypothesis slot its bias: the gate's for its question's strength, plus the verdict
+    reader's log-probabilities on its question's reported evidence (other slots get None)."""
     strength = choice.strength
     if gate is not None and strength is not None:
         for space, found in zip(spaces, strength, strict=True):
@@ -233,8 +234,7 @@ def _bias_hypotheses(
                 space.choice_bias = gate.choice_bias(space.values, found)
     if verdict is None or not choice.evidence:
         return
-
-    asked = [i for i, space in enumerate(spaces) if isinstance(space, ChoiceSpace) and is_verdict_slot(space.values)]
+    asked = [i for i, space in enumerate(spaces) if isinstance(space, ChoiceSpace) and is_hypothesis_slot(space.values)]
     if not asked:
         return
     read = verdict.log_probs([texts[i] for i in asked], [[e.text for e in choice.evidence[i]] for i in asked])

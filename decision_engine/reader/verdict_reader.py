@@ -22,27 +22,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from .absence_gate import is_absence_choice, is_hypothesis_slot
+from .absence_gate import is_absence_choice
 
 DIM = 384  # the base sentence encoder's width
 LAYERS = 6  # its layers
 TARGETS = ("query", "key", "value")  # the projections each layer's low-rank update changes
 VERDICTS = ("absent", "entailed", "contradicted")  # the head's outputs, in order
-ENTAILED = frozenset({"entailment", "entailed", "yes"})  # a yes to a fact question is the clause holding
-CONTRADICTED = frozenset({"contradiction", "contradicted", "no"})
+ENTAILED = frozenset({"entailment", "entailed"})
+CONTRADICTED = frozenset({"contradiction", "contradicted"})
 PASSAGES = 3  # evidence spans read per hypothesis, best first
 MAX_TOKENS = 256  # hypothesis and evidence together; the evidence is cut to fit
 ALPHA = 16.0  # the low-rank update is scaled by ALPHA / rank
-
-
-def is_verdict_slot(choices: Sequence[object]) -> bool:
-    """Whether an enum's choices are verdicts the reader gives: each says a different one of
-    `VERDICTS`, and they hold both "entailed" and "contradicted" ("yes", "no", "not mentioned";
-    "yes", "no"), or they make a hypothesis slot ("entailment", "not mentioned")."""
-    found = [verdict_of(c) for c in choices]
-    if None in found or len(set(found)) != len(found):
-        return False
-    return {1, 2} <= set(found) or is_hypothesis_slot(choices)
 
 
 def verdict_of(choice: object) -> int | None:

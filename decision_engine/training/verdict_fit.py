@@ -1,7 +1,6 @@
-"""Fitting a checkpoint's verdict reader (`reader/verdict_reader.py`) on ContractNLI's training documents
-and the yes / no questions of generated training groups.
+"""Fitting a checkpoint's verdict reader (`reader/verdict_reader.py`) on ContractNLI's training documents.
 
-Each training question is read beside the evidence the checkpoint's context builder reports for it
+Each training hypothesis is read beside the evidence the checkpoint's context builder reports for it
 (its evidence pointer's best spans), exactly as a decision lays it out, and labelled with its gold
 verdict. Only the verdict reader's low-rank updates and head learn; the base encoder and the rest of
 the checkpoint stay as they are. The held-out documents are read afterwards, for the record only.
@@ -19,12 +18,12 @@ import torch
 from torch import nn
 
 from ..evaluation import LabelledGroup, load_groups
-from ..reader.verdict_reader import VerdictReader, is_verdict_slot, load_base_encoder, tokenize_pairs, verdict_of
+from ..reader.absence_gate import is_hypothesis_slot
+from ..reader.verdict_reader import VerdictReader, load_base_encoder, tokenize_pairs, verdict_of
 
 BATCH = 16
 LEARNING_RATE = 5e-4
 WARMUP_SHARE = 0.1  # of the steps, rising to the learning rate; then a linear fall to zero
-GENERATED_SEED = 8000  # the generated training groups' seed, apart from the reader's and the choosers'
 
 
 @dataclass(frozen=True)
@@ -37,13 +36,13 @@ class VerdictExample:
 
 
 def verdict_examples(context, groups: Sequence[LabelledGroup]) -> list[VerdictExample]:
-    """The questions of `groups` whose choices are verdicts, each with the evidence `context` reports for it."""
+    """The hypothesis questions of `groups`, each with the evidence `context` reports for it."""
     examples = []
     for group in groups:
         line = group.request_line
         questions = [
             q for q in line["questions"]
-            if is_verdict_slot(q["schema"].get("enum") or ()) and verdict_of(group.labels.get(q["id"])) is not None
+            if is_hypothesis_slot(q["schema"].get("enum") or ()) and verdict_of(group.labels.get(q["id"])) is not None
         ]
         if not questions:
             continue
@@ -123,13 +122,10 @@ def add_verdict_reader(
     rank: int = 8,
     seed: int = 0,
     log: Callable[[str], None] = print,
-    groups: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
-    ContractNLI training documents and the verdict questions of `groups` fresh generated training groups,
-    as `engine` (opened on that checkpoint) lays them out; returns the fit's record, with the reader's
-    accuracy on the held-out documents."""
-    from ..datasets.linked_groups import generate_groups
+    ContractNLI training documents as `engine` (opened on that checkpoint) lays them out; returns the
+    fit's record, with the reader's accuracy on the held-out documents."""
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
 
     if not hasattr(engine.context, "strengths"):
@@ -137,23 +133,16 @@ def add_verdict_reader(
     if epochs < 1 or rank < 1:
         raise ValueError("epochs and rank must be at least 1")
     started = time.monotonic()
-    if groups < 0:
-        raise ValueError("groups must be at least 0")
     train = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "train", seed=seed))
     held_out = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "validation", seed=seed))
     if not train:
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
-    generated = [LabelledGroup(line, line["labels"]) for line in generate_groups("train", groups, GENERATED_SEED + seed)]
-    facts = verdict_examples(engine.context, generated)
-    log(f"verdict reader: {len(train)} training hypotheses and {len(facts)} generated questions, {len(held_out)} held out")
-    hypotheses = len(train)
-    train += facts
+    log(f"verdict reader: {len(train)} training hypotheses, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
     model, meta = load_checkpoint(folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank), fresh_verdict=True)
     losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
     record = {
-        "hypotheses": hypotheses, "generated_groups": groups, "generated_questions": len(facts),
-        "epochs": epochs, "rank": rank, "losses": [round(x, 4) for x in losses],
+        "hypotheses": len(train), "epochs": epochs, "rank": rank, "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
         "minutes": round((time.monotonic() - started) / 60, 2),
