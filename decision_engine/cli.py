@@ -354,46 +354,39 @@ def _fit_pointer(args: argparse.Namespace) -> int:
 
 
 def _fit_gate(args: argparse.Namespace) -> int:
-    from .factory import build_engine
-    from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS, open_model
-    from .datasets.contractnli import ContractNliError
     from .training.absence_fit import gate_checkpoint
 
-    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
-    if not Path(args.contractnli).is_file():
-        print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
-        return EXIT_INVALID
-    try:
-        engine = build_engine(model=open_model(folder))
-        fitted = gate_checkpoint(engine, folder, Path(args.out), Path(args.contractnli), log=lambda line: print(line, flush=True))
-    except (ModelLoadError, ValueError, ContractNliError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    print(msgspec.json.encode({"out": args.out, **fitted}).decode())
-    return 0
+    return _fit_on_contractnli(args, gate_checkpoint)
 
 
 def _fit_verdict(args: argparse.Namespace) -> int:
+    from .training.verdict_fit import add_verdict_reader
+
+    if args.epochs < 1 or args.rank < 1:
+        print("error: --epochs and --rank must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+
+    def fit(engine, folder, out, contractnli, log):
+        return add_verdict_reader(engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log)
+
+    return _fit_on_contractnli(args, fit)
+
+
+def _fit_on_contractnli(args: argparse.Namespace, fit) -> int:
+    """Fit one part of a checkpoint on ContractNLI through an engine opened on it
+    (`fit(engine, folder, out, contractnli, log)`), and print what it returns."""
     from .datasets.contractnli import ContractNliError
     from .factory import build_engine
     from .model.loader import ModelLoadError
     from .models import BUNDLED_WEIGHTS, open_model
-    from .training.verdict_fit import add_verdict_reader
 
     folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
     if not Path(args.contractnli).is_file():
         print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
         return EXIT_INVALID
-    if args.epochs < 1 or args.rank < 1:
-        print("error: --epochs and --rank must be at least 1", file=sys.stderr)
-        return EXIT_INVALID
     try:
         engine = build_engine(model=open_model(folder))
-        fitted = add_verdict_reader(
-            engine, folder, Path(args.out), Path(args.contractnli), args.epochs, args.rank, args.seed,
-            log=lambda line: print(line, flush=True),
-        )
+        fitted = fit(engine, folder, Path(args.out), Path(args.contractnli), lambda line: print(line, flush=True))
     except (ModelLoadError, ValueError, ContractNliError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -436,6 +429,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     print(msgspec.json.encode({"out": args.out, **fitted}).decode())
     return 0
+
+
+def _add_contractnli_fit_arguments(parser: argparse.ArgumentParser, part: str, reads: str) -> None:
+    """--model, --out and --contractnli of a fit that reads ContractNLI through a span pointer's checkpoint."""
+    parser.add_argument("--model", default="bundled", help='checkpoint folder with a span pointer, or "bundled" (default)')
+    parser.add_argument("--out", required=True, help=f"folder for the checkpoint with {part}")
+    parser.add_argument("--contractnli", required=True, help=f"ContractNLI JSON: {reads}")
 
 
 def _add_fit_arguments(parser: argparse.ArgumentParser, model_help: str, part: str, epochs: int, questions: str) -> None:
@@ -511,20 +511,14 @@ def build_parser() -> argparse.ArgumentParser:
     gating = sub.add_parser(
         "fit-gate", help='fit a checkpoint\'s absence gate: how strongly a clause was found, as odds on "not mentioned"'
     )
-    gating.add_argument("--model", default="bundled", help='checkpoint folder with a span pointer, or "bundled" (default)')
-    gating.add_argument("--out", required=True, help="folder for the checkpoint with its gate")
-    gating.add_argument(
-        "--contractnli", required=True, help="ContractNLI JSON: its training split is read (never the held-out one)"
-    )
+    _add_contractnli_fit_arguments(gating, "its gate", "its training split is read (never the held-out one)")
     gating.set_defaults(func=_fit_gate)
 
     verdicts = sub.add_parser(
         "fit-verdict", help="fit a verdict reader onto a checkpoint: each hypothesis read with its evidence as one text"
     )
-    verdicts.add_argument("--model", default="bundled", help='checkpoint folder with a span pointer, or "bundled" (default)')
-    verdicts.add_argument("--out", required=True, help="folder for the checkpoint with its verdict reader")
-    verdicts.add_argument(
-        "--contractnli", required=True, help="ContractNLI JSON: its training split teaches the reader; the held-out one is measured"
+    _add_contractnli_fit_arguments(
+        verdicts, "its verdict reader", "its training split teaches the reader; the held-out one is measured"
     )
     verdicts.add_argument("--epochs", type=int, default=3, help="passes over the training hypotheses")
     verdicts.add_argument("--rank", type=int, default=8, help="rank of the updates of the base encoder's projections")

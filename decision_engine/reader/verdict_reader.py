@@ -85,7 +85,8 @@ class VerdictReader(nn.Module):
         """(N, 3) verdict logits of tokenized (hypothesis, evidence) pairs, read by `encoder`."""
         hidden = encoder(**encoded).last_hidden_state
         mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0))
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(pooled.to(self.head.weight.dtype))
 
     def log_probs(self, hypotheses: Sequence[str], evidence: Sequence[Sequence[str]]) -> torch.Tensor:
         """(N, 3) log-probabilities of each verdict for each hypothesis and its evidence (best first)."""
@@ -93,7 +94,7 @@ class VerdictReader(nn.Module):
             return torch.zeros((0, len(VERDICTS)))
         with self._lock, torch.inference_mode():
             encoder, tokenizer = self.encoder()
-            encoded = tokenize_pairs(tokenizer, hypotheses, evidence)
+            encoded = {k: v.to(self.down.device) for k, v in tokenize_pairs(tokenizer, hypotheses, evidence).items()}
             return self.logits(encoder, encoded).float().log_softmax(dim=-1).cpu()
 
     def choice_bias(self, choices: Sequence[object], log_probs: torch.Tensor) -> list[float]:
@@ -106,6 +107,7 @@ class VerdictReader(nn.Module):
         (built once, on first use)."""
         if not self._built:
             encoder, tokenizer = load_base_encoder()
+            encoder = encoder.to(self.down.device)  # where this reader's weights are (the engine's device)
             with torch.no_grad():
                 for layer, target, linear in _projections(encoder):
                     linear.weight += self.delta(layer, target).to(linear.weight.dtype)
