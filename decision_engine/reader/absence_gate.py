@@ -34,18 +34,19 @@ ABSENCE_CHOICES = frozenset({
 VERDICT_CHOICES = frozenset({"entailment", "contradiction", "entailed", "contradicted"})
 
 
-def _words(text: str) -> str:
+def choice_words(text: str) -> str:
+    """An enum choice as the words it says: lower case, underscores as spaces, whitespace folded."""
     return " ".join(text.lower().replace("_", " ").split())
 
 
 def is_absence_choice(text: str) -> bool:
     """Whether an enum choice says the document does not speak to the question."""
-    return _words(text) in ABSENCE_CHOICES
+    return choice_words(text) in ABSENCE_CHOICES
 
 
 def is_hypothesis_slot(choices: Sequence[object]) -> bool:
     """Whether an enum's choices are an NLI verdict: an absence choice and an entailment or contradiction."""
-    texts = [_words(c) for c in choices if isinstance(c, str)]
+    texts = [choice_words(c) for c in choices if isinstance(c, str)]
     return any(t in ABSENCE_CHOICES for t in texts) and any(t in VERDICT_CHOICES for t in texts)
 
 

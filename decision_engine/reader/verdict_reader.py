@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .absence_gate import is_absence_choice
+from .absence_gate import choice_words, is_absence_choice
 
 DIM = 384  # the base sentence encoder's width
 LAYERS = 6  # its layers
@@ -41,7 +41,7 @@ def verdict_of(choice: object) -> int | None:
         return None
     if is_absence_choice(choice):
         return 0
-    words = " ".join(choice.lower().replace("_", " ").split())
+    words = choice_words(choice)
     return 1 if words in ENTAILED else 2 if words in CONTRADICTED else None
 
 
