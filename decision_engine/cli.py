@@ -414,7 +414,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"error: --kinds: unknown answer kind {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
         return EXIT_INVALID
     try:
-        model = open_model(folder)
+        model = open_model(folder, device=args.device)
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -533,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument(
         "--kinds", help='comma-separated answer kinds to fit again, such as "compared" or "hypothesis"; the others keep their maps'
     )
+    calibrate.add_argument("--device", default="cpu", help="torch device the model decides on, e.g. cpu or cuda")
     calibrate.set_defaults(func=_calibrate)
 
     evaluate = sub.add_parser("eval", help="accuracy per mode over labelled requests")

@@ -47,12 +47,19 @@ def model_kind(meta: dict) -> str:
 
 
 def open_model(
-    path: str | Path | None = None, device: str = "cpu", trust_remote_code: bool = False, dllm_options=None
+    path: str | Path | None = None,
+    device: str = "cpu",
+    trust_remote_code: bool = False,
+    dllm_options=None,
+    *,
+    random_weights: bool = False,
 ) -> DenoisingModel:
     """The checkpoint in folder `path`, with the backend its config.json calls for (`MODEL_KINDS`), or with
     no path the bundled weights (the base encoder with an untrained head when none ship). `dllm_options`
     (a `MaskedDLLMOptions`) fills in what a masked diffusion LLM's config.json leaves out; given for a
-    checkpoint of another kind, it is an error."""
+    checkpoint of another kind, it is an error. With `random_weights` (benchmarks only; diffusion-gemma
+    and masked-dllm folders) no weights are read: the model is built from config.json on `device` in
+    bfloat16 with seeded random weights."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .backends.native import load_native
 
@@ -68,6 +75,8 @@ def open_model(
     except json.JSONDecodeError as error:
         raise ModelLoadError(f"{config} is not valid JSON: {error}") from None
     kind = model_kind(meta)
+    if random_weights and kind not in ("diffusion-gemma", "masked-dllm"):
+        raise ModelLoadError(f"--random-weights applies to diffusion-gemma and masked-dllm checkpoints; {folder} is {kind}")
     if dllm_options is not None and dllm_options != _no_dllm_options() and kind != "masked-dllm":
         raise ModelLoadError(f"--mask-token-id, --block-size and --loader apply to masked-dllm checkpoints; {folder} is {kind}")
     if kind == "native":
@@ -78,14 +87,16 @@ def open_model(
 
         backend = block_backend_class(meta) or MaskedDLLMBackend
         try:
-            return backend(folder, device, trust_remote_code, dllm_options or _no_dllm_options())
+            return backend(
+                folder, device, trust_remote_code, dllm_options or _no_dllm_options(), random_weights=random_weights
+            )
         except (OSError, ValueError, ImportError) as error:
             raise ModelLoadError(f"cannot load {folder} as a masked diffusion LLM: {error}") from None
     if kind == "diffusion-gemma":
         from .backends.diffusion_gemma import DiffusionGemmaBackend
 
         try:
-            return DiffusionGemmaBackend(folder, device)
+            return DiffusionGemmaBackend(folder, device, random_weights=random_weights)
         except (OSError, ValueError) as error:
             raise ModelLoadError(f"cannot load {folder} as DiffusionGemma: {error}") from None
     from .backends.hf_masked_lm import HFMaskedLMBackend

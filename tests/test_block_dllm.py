@@ -15,13 +15,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from backend_checks import check_batch_padding_invariance, check_decide_through_command_line, random_prefix  # noqa: E402
+from backend_checks import (  # noqa: E402
+    ON_TEST_DEVICE,
+    TEST_DEVICE,
+    check_batch_padding_invariance,
+    check_decide_through_command_line,
+    on_device,
+    random_prefix,
+)
 from test_masked_dllm import MASK_ID, REQUEST, _tokenizer, _write_config  # noqa: E402
 
 from decision_engine.backends.block_dllm import BlockCachedDLLMBackend, block_causal_mask  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
 
+pytestmark = ON_TEST_DEVICE
 REMOTE_CODE = Path(__file__).parent / "remote_code"
 BLOCK = 4
 
@@ -47,7 +55,7 @@ def sdar_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def backend(sdar_folder):
-    return open_model(sdar_folder, trust_remote_code=True)
+    return open_model(sdar_folder, device=TEST_DEVICE, trust_remote_code=True)
 
 
 def test_folder_opens_as_a_block_cached_model(backend, sdar_folder):
@@ -80,10 +88,11 @@ def test_the_cached_path_equals_a_full_forward(backend):
     mask = torch.zeros((1, 1, n + length, n + length), dtype=torch.bool)
     mask[:, :, :n, :n] = block_causal_mask(positions[:, :n], torch.ones((1, n), dtype=torch.bool), BLOCK)
     mask[:, :, n:, :] = True  # the answer block reads the whole prefix and itself
+    ids, mask, positions = on_device(ids, mask, positions)
     with torch.inference_mode():
         full = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, n:]
-    torch.testing.assert_close(cached, full, atol=1e-5, rtol=0)
-    torch.testing.assert_close(again, cached, atol=0, rtol=0)  # a step leaves the cache as it was
+    torch.testing.assert_close(cached.cpu(), full.cpu(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(again.cpu(), cached.cpu(), atol=0, rtol=0)  # a step leaves the cache as it was
 
 
 def test_block_logits_do_not_depend_on_batch_padding(backend):

@@ -25,8 +25,11 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from backend_checks import (  # noqa: E402
+    ON_TEST_DEVICE,
+    TEST_DEVICE,
     check_batch_padding_invariance,
     check_decide_through_command_line,
+    on_device,
     random_prefix,
 )
 from test_masked_dllm import DOCUMENT, REQUEST, _write_config  # noqa: E402
@@ -37,6 +40,8 @@ from decision_engine.backends.block_dllm_rows import RowCachedDLLMBackend  # noq
 from decision_engine.backends.masked_dllm import MaskedDLLMOptions  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
+
+pytestmark = ON_TEST_DEVICE
 
 REMOTE_CODE = Path(__file__).parent / "remote_code"
 BLOCK = 4
@@ -125,7 +130,7 @@ def folder(family, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def backend(family, folder):
-    return open_model(folder, trust_remote_code=True, dllm_options=_options(family))
+    return open_model(folder, device=TEST_DEVICE, trust_remote_code=True, dllm_options=_options(family))
 
 
 def _full_forward_llada2(backend, prefix_ids: list[int], block: torch.Tensor) -> torch.Tensor:
@@ -135,7 +140,7 @@ def _full_forward_llada2(backend, prefix_ids: list[int], block: torch.Tensor) ->
     keep = torch.zeros((1, 1, n + length, n + length), dtype=torch.bool)
     keep[:, :, :n, :n] = block_causal_mask(positions[:, :n], torch.ones((1, n), dtype=torch.bool), BLOCK)
     keep[:, :, n:, :] = True  # the answer block reads the whole prefix and itself
-    ids = torch.tensor([prefix_ids + block[0].tolist()])
+    ids, keep, positions = on_device(torch.tensor([prefix_ids + block[0].tolist()]), keep, positions)
     with torch.inference_mode():
         mask = additive(keep, backend.model.dtype)
         logits = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
@@ -147,9 +152,9 @@ def _full_forward_fast_dllm(backend, prefix_ids: list[int], block: torch.Tensor)
     model's own block-causal mask (the block-diffusion mask there), read one position back."""
     n, length = len(prefix_ids), block.shape[1]
     assert n % BLOCK == 0 and length <= BLOCK
-    ids = torch.tensor([prefix_ids + block[0].tolist()])
+    ids, positions = on_device(torch.tensor([prefix_ids + block[0].tolist()]), torch.arange(n + length)[None])
     with torch.inference_mode():
-        logits = backend.model(input_ids=ids, position_ids=torch.arange(n + length)[None], block_size=BLOCK).logits
+        logits = backend.model(input_ids=ids, position_ids=positions, block_size=BLOCK).logits
     return logits[:, n - 1 : n + length - 1]
 
 
@@ -177,7 +182,8 @@ def test_the_cached_path_equals_a_full_forward(backend, family):
     prefix = random_prefix(3, prefix_length, vocab)
     block = torch.tensor([[vocab.mask_id, vocab.digit_ids[1], vocab.mask_id]])
     cached = backend.block_logits(backend.encode_prefix([prefix]), block, torch.tensor([[1, 1, 2]]))
-    torch.testing.assert_close(cached, full_forward(backend, prefix.token_ids, block), atol=1e-5, rtol=0)
+    full = full_forward(backend, prefix.token_ids, block)
+    torch.testing.assert_close(cached.cpu(), full.cpu(), atol=1e-5, rtol=0)
 
 
 def test_the_answer_block_reads_itself_whole_past_the_model_blocks(backend):
@@ -203,8 +209,8 @@ def test_a_denoising_step_leaves_the_cache_as_it_was(backend):
     after = _cache_tensors(cache)
     assert [t.shape for t in after] == [t.shape for t in before]
     for was, now in zip(before, after):
-        torch.testing.assert_close(now, was, atol=0, rtol=0)
-    torch.testing.assert_close(backend.block_logits(cache, block, slots), first, atol=0, rtol=0)
+        torch.testing.assert_close(now.cpu(), was.cpu(), atol=0, rtol=0)
+    torch.testing.assert_close(backend.block_logits(cache, block, slots).cpu(), first.cpu(), atol=0, rtol=0)
 
 
 def test_block_logits_do_not_depend_on_batch_padding(backend):
@@ -234,7 +240,7 @@ def test_a_missing_mask_token_is_named_with_the_flag(family, tmp_path):
 def test_explicit_options_fill_in_what_the_checkpoint_leaves_out(family, tmp_path, capsys):
     folder = _save(tmp_path / "checkpoint", family, mask=False, block=False)
     options = MaskedDLLMOptions(mask_token_id=0, block_size=BLOCK + 1)
-    opened = open_model(folder, trust_remote_code=True, dllm_options=options)
+    opened = open_model(folder, device=TEST_DEVICE, trust_remote_code=True, dllm_options=options)
     assert (opened.vocab.mask_id, opened.block_size) == (0, BLOCK + 1)
     arguments = ["--model", str(folder), "--trust-remote-code", "--mask-token-id", "0", "--block-size", str(BLOCK)]
     check_decide_through_command_line(REQUEST, arguments, "joint", tmp_path, capsys)
@@ -243,4 +249,4 @@ def test_explicit_options_fill_in_what_the_checkpoint_leaves_out(family, tmp_pat
 def test_shifted_logits_cannot_be_turned_off_for_fast_dllm(tmp_path):
     folder = _save(tmp_path / "checkpoint", FAST_DLLM)
     with pytest.raises(ModelLoadError, match="shift_logits"):
-        RowCachedDLLMBackend(folder, trust_remote_code=True, options=MaskedDLLMOptions(shift_logits=False))
+        RowCachedDLLMBackend(folder, TEST_DEVICE, trust_remote_code=True, options=MaskedDLLMOptions(shift_logits=False))

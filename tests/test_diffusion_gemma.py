@@ -15,7 +15,14 @@ pytest.importorskip("tokenizers")
 if not hasattr(transformers, "DiffusionGemmaForBlockDiffusion"):
     pytest.skip(f"transformers {transformers.__version__} has no DiffusionGemma", allow_module_level=True)
 
-from backend_checks import check_answers, check_batch_padding_invariance, random_prefix  # noqa: E402
+from backend_checks import (  # noqa: E402
+    ON_TEST_DEVICE,
+    TEST_DEVICE,
+    check_answers,
+    check_batch_padding_invariance,
+    on_device,
+    random_prefix,
+)
 from tiny_diffusion_gemma import SLIDING_WINDOW, save_tiny_diffusion_gemma  # noqa: E402
 
 from decision_engine import cli  # noqa: E402
@@ -25,6 +32,7 @@ from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import open_model  # noqa: E402
 from decision_engine.validation import request_from_object  # noqa: E402
 
+pytestmark = ON_TEST_DEVICE
 
 DOCUMENT = (
     "Mutual non-disclosure agreement between Lumen Harbor Robotics and Stillwater Agritech. "
@@ -60,7 +68,7 @@ def gemma_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def backend(gemma_folder):
-    return open_model(gemma_folder)
+    return open_model(gemma_folder, device=TEST_DEVICE)
 
 
 def _check(raw: dict, response: dict) -> None:
@@ -87,7 +95,8 @@ def test_decide_through_the_command_line(gemma_folder, tmp_path, capsys, mode):
     raw = _request(mode=mode)
     request = tmp_path / "request.json"
     request.write_text(json.dumps(raw))
-    assert cli.main(["decide", str(request), "--model", str(gemma_folder), "--mode", mode, "--json"]) == 0
+    argv = ["decide", str(request), "--model", str(gemma_folder), "--device", TEST_DEVICE, "--mode", mode, "--json"]
+    assert cli.main(argv) == 0
     response = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert response["mode"] == mode
     assert response["model"] == f"diffusion-gemma:{gemma_folder.name}"
@@ -111,13 +120,14 @@ def test_cached_steps_equal_a_full_forward(backend):
     canvas = torch.where(block == vocab.mask_id, torch.tensor([[a for a in cache_noise(backend, 4)]]), block)
     n = len(prefix.token_ids)
     ids = torch.tensor([prefix.token_ids])
-    args = dict(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=torch.arange(n)[None],
-                decoder_input_ids=canvas, decoder_position_ids=torch.arange(n, n + 4)[None])
+    ids, positions, canvas, canvas_positions = on_device(ids, torch.arange(n)[None], canvas, torch.arange(n, n + 4)[None])
+    args = dict(input_ids=ids, attention_mask=torch.ones_like(ids), position_ids=positions,
+                decoder_input_ids=canvas, decoder_position_ids=canvas_positions)
     with torch.inference_mode():
         full_first = backend.model(**args).logits
         full_second = backend.model(**args, self_conditioning_logits=full_first).logits
-    torch.testing.assert_close(first, full_first, atol=1e-5, rtol=0)
-    torch.testing.assert_close(second, full_second, atol=1e-5, rtol=0)
+    torch.testing.assert_close(first.cpu(), full_first.cpu(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(second.cpu(), full_second.cpu(), atol=1e-5, rtol=0)
     assert not torch.allclose(first, second)  # the carried self-conditioning signal does change the logits
 
 
@@ -163,7 +173,7 @@ def test_a_tokenizer_without_a_chat_template_gets_the_plain_layout(backend):
 def test_the_prompt_is_the_model_chat_format_where_it_has_one(chat_folder, backend, tmp_path, capsys):
     from decision_engine.backends.diffusion_gemma import framed
 
-    chat = open_model(chat_folder)
+    chat = open_model(chat_folder, device=TEST_DEVICE)
     assert chat.chat_head and chat.chat_tail
     assert chat.max_positions == backend.max_positions - len(chat.chat_head) - len(chat.chat_tail)
     prefix = random_prefix(4, 12, chat.vocab)
@@ -172,10 +182,10 @@ def test_the_prompt_is_the_model_chat_format_where_it_has_one(chat_folder, backe
     inside = chat.block_logits(chat.encode_prefix([prefix]), block, slots)
     by_hand = backend.block_logits(backend.encode_prefix([framed(prefix, chat.chat_head, chat.chat_tail)]), block, slots)
     plain = backend.block_logits(backend.encode_prefix([prefix]), block, slots)
-    torch.testing.assert_close(inside, by_hand, atol=1e-5, rtol=0)
+    torch.testing.assert_close(inside.cpu(), by_hand.cpu(), atol=1e-5, rtol=0)
     assert not torch.allclose(inside, plain)  # the frame reaches the model
     raw = _request()
     request = tmp_path / "request.json"
     request.write_text(json.dumps(raw))
-    assert cli.main(["decide", str(request), "--model", str(chat_folder), "--json"]) == 0
+    assert cli.main(["decide", str(request), "--model", str(chat_folder), "--device", TEST_DEVICE, "--json"]) == 0
     _check(raw, json.loads(capsys.readouterr().out.strip().splitlines()[-1]))

@@ -16,7 +16,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from backend_checks import check_batch_padding_invariance, check_decide_through_command_line, random_prefix  # noqa: E402
+from backend_checks import (  # noqa: E402
+    ON_TEST_DEVICE,
+    TEST_DEVICE,
+    check_batch_padding_invariance,
+    check_decide_through_command_line,
+    on_device,
+    random_prefix,
+)
 from tiny_tokenizers import word_level_tokenizer  # noqa: E402
 from decision_engine import cli  # noqa: E402
 from decision_engine.backends.masked_dllm import MaskedDLLMBackend, MaskedDLLMOptions  # noqa: E402
@@ -25,6 +32,7 @@ from decision_engine.backends.vocabulary import Vocabulary  # noqa: E402
 from decision_engine.model.loader import ModelLoadError  # noqa: E402
 from decision_engine.models import model_kind, open_model  # noqa: E402
 
+pytestmark = ON_TEST_DEVICE
 REMOTE_CODE = Path(__file__).parent / "remote_code"
 SPECIALS = ["[UNK]", "<|startoftext|>", "<|endoftext|>", "<|mdm_mask|>"]
 MASK_ID = SPECIALS.index("<|mdm_mask|>")
@@ -84,7 +92,7 @@ def llada_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def backend(llada_folder):
-    return open_model(llada_folder, trust_remote_code=True)
+    return open_model(llada_folder, device=TEST_DEVICE, trust_remote_code=True)
 
 
 def test_vocabulary_finds_the_undeclared_mask_token_and_falls_back_to_bos_eos():
@@ -127,7 +135,7 @@ def test_missing_loader_class_is_named(tmp_path):
 def test_bad_folder_names_the_supported_kinds(tmp_path, capsys):
     request = tmp_path / "request.json"
     request.write_text(json.dumps(REQUEST))
-    assert cli.main(["decide", str(request), "--model", str(tmp_path / "nowhere")]) == 1
+    assert cli.main(["decide", str(request), "--model", str(tmp_path / "nowhere"), "--device", TEST_DEVICE]) == 1
     err = capsys.readouterr().err
     assert all(kind in err for kind in ("native", "hf-masked-lm", "masked-dllm"))
     assert cli.main(["models"]) == 0
@@ -152,7 +160,7 @@ def test_block_logits_do_not_depend_on_batch_padding(backend):
 
 
 def test_shifted_logits_score_each_position_from_the_one_before(llada_folder, backend):
-    shifted = MaskedDLLMBackend(llada_folder, trust_remote_code=True, options=MaskedDLLMOptions(shift_logits=True))
+    shifted = MaskedDLLMBackend(llada_folder, TEST_DEVICE, trust_remote_code=True, options=MaskedDLLMOptions(shift_logits=True))
     vocab = backend.vocab
     prefix = _prefix(torch.Generator().manual_seed(2), 12, vocab)
     block = torch.tensor([[vocab.mask_id, vocab.mask_id]])
@@ -160,16 +168,17 @@ def test_shifted_logits_score_each_position_from_the_one_before(llada_folder, ba
     got = shifted.block_logits(shifted.encode_prefix([prefix]), block, slots)
     ids = torch.tensor([prefix.token_ids + block[0].tolist()])
     with torch.inference_mode():
-        full = shifted.model(input_ids=ids).logits
-    torch.testing.assert_close(got[0], full[0, 11:13], atol=1e-5, rtol=0)
+        full = shifted.model(input_ids=on_device(ids)).logits
+    torch.testing.assert_close(got[0].cpu(), full[0, 11:13].cpu(), atol=1e-5, rtol=0)
 
 
 def test_command_line_options_fill_in_what_config_json_leaves_out(llada_folder, tmp_path, capsys):
-    opened = open_model(llada_folder, trust_remote_code=True, dllm_options=MaskedDLLMOptions(mask_token_id=7, block_size=4))
+    options = MaskedDLLMOptions(mask_token_id=7, block_size=4)
+    opened = open_model(llada_folder, device=TEST_DEVICE, trust_remote_code=True, dllm_options=options)
     assert opened.vocab.mask_id == 7 and opened.block_size == 4
     request = tmp_path / "request.json"
     request.write_text(json.dumps(REQUEST))
-    argv = ["decide", str(request), "--model", str(llada_folder), "--trust-remote-code", "--json",
+    argv = ["decide", str(request), "--model", str(llada_folder), "--trust-remote-code", "--device", TEST_DEVICE, "--json",
             "--mask-token-id", str(MASK_ID), "--block-size", "8", "--loader", "AutoModel"]
     assert cli.main(argv) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["model"] == f"masked-dllm:{llada_folder.name}"

@@ -41,7 +41,11 @@ def test_training_continues_from_a_checkpoint(smoke_checkpoint, tmp_path):
     with torch.no_grad():
         model.head_bias.add_(5.0)  # a mark no fresh model carries
     marked = tmp_path / "marked"
-    save_checkpoint(model, marked, meta["name"], extra={"context_tokens": meta.get("context_tokens")})
+    fitted_after = {"absence_gate": {"weight": 1.5}, "calibration": {"joint:boolean": [1.0, 0.0]}}
+    save_checkpoint(
+        model, marked, meta["name"],
+        extra={"context_tokens": meta.get("context_tokens"), "training": {"steps": 3}, **fitted_after},
+    )
     config = tmp_path / "continued.json"
     settings = TrainConfig.load("smoke").to_dict() | {"init_from": str(marked), "first_epoch": 5, "max_steps": 1}
     config.write_text(json.dumps(settings))
@@ -50,6 +54,10 @@ def test_training_continues_from_a_checkpoint(smoke_checkpoint, tmp_path):
     after, after_meta = load_checkpoint(out)
     assert after_meta["train_config"]["init_from"] == str(marked)
     assert torch.allclose(after.head_bias, model.head_bias, atol=0.1)
+    # what was fitted after the first run's training carries over, and that run's record with it
+    assert {k: after_meta[k] for k in fitted_after} == fitted_after
+    assert after_meta["continued"]["from"] == str(marked) and after_meta["continued"]["training"] == {"steps": 3}
+    assert after_meta["training"]["steps"] == 1
 
 
 def test_a_continued_run_can_lengthen_the_window(smoke_checkpoint, tmp_path):

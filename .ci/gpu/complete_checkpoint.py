@@ -1,7 +1,8 @@
-"""Make a checkpoint that needs nothing from the base package: copy CHECKPOINT to OUT with the
-word embeddings (from `base_files.py`) stored inside it, for a machine without the base weights.
+"""Make a checkpoint that needs nothing from the base package's SHA-checked weights: copy CHECKPOINT to
+OUT with the tensors it takes from the base (the word embeddings) stored inside it, read from a base
+weights file (the one `restore_base.py` writes, on a machine without the package's own).
 
-Usage: python .ci/gpu/complete_checkpoint.py CHECKPOINT WORD_EMBEDDINGS OUT
+Usage: python .ci/gpu/complete_checkpoint.py CHECKPOINT BASE_WEIGHTS OUT
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
+BASE_NAMES = {"embed.word.weight": "embeddings.word_embeddings.weight"}  # this model's name: the base file's
 
-def main(checkpoint: Path, embeddings: Path, out: Path) -> None:
+
+def main(checkpoint: Path, base_weights: Path, out: Path) -> None:
     meta = json.loads((checkpoint / "config.json").read_text())
     state = load_file(str(checkpoint / "model.safetensors"))
     if meta.get("from_base"):
-        from_base = load_file(str(embeddings))
-        state.update({name: from_base[name] for name in meta["from_base"]})
+        base = load_file(str(base_weights))
+        state.update({name: base[BASE_NAMES[name]].half() for name in meta["from_base"]})
     meta["from_base"] = []
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / "model.safetensors"))

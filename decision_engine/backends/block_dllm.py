@@ -134,6 +134,8 @@ class BlockCachedDLLMBackend(MaskedDLLMBackend):
         device: str = "cpu",
         trust_remote_code: bool = False,
         options: MaskedDLLMOptions = MaskedDLLMOptions(),
+        *,
+        random_weights: bool = False,
     ):
         config = checkpoint_config(Path(path))
         family = block_family(config) or SDAR  # a checkpoint of no known family is driven as SDAR is
@@ -142,7 +144,8 @@ class BlockCachedDLLMBackend(MaskedDLLMBackend):
             raise ModelLoadError(f"{family.name} checkpoints are driven by {fitting} (models.open_model picks it)")
         if options.shift_logits not in (None, family.shifted_logits):
             raise ModelLoadError(f"{family.name} checkpoints do not take shift_logits={options.shift_logits}")
-        super().__init__(path, device, trust_remote_code, replace(options, loader=preferred_loader(config, options)))
+        loader = preferred_loader(config, options)
+        super().__init__(path, device, trust_remote_code, replace(options, loader=loader), random_weights=random_weights)
         self.family = family
         self.shift_logits = family.shifted_logits
         self.name = self.name.replace("masked-dllm:", "block-dllm:", 1)

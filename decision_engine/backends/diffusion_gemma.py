@@ -10,6 +10,7 @@ position ids, so a row's numbers do not depend on what it is batched with.
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,11 @@ def block_diffusion_class():
             f"DiffusionGemma needs transformers >= {MIN_TRANSFORMERS}; this is transformers {transformers.__version__}"
         )
     return transformers.DiffusionGemmaForBlockDiffusion
+
+
+def cache_keyword(module: torch.nn.Module) -> str:
+    """The keyword `module.forward` takes the KV cache by: `cache` from transformers 5.2x, `past_key_values` before."""
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
 
 
 @dataclass
@@ -102,13 +108,19 @@ def framed(prefix: PrefixInput, head: Sequence[int], tail: Sequence[int]) -> Pre
 class DiffusionGemmaBackend:
     """Drives a local DiffusionGemma checkpoint folder (never downloaded)."""
 
-    def __init__(self, path: str | Path, device: str = "cpu"):
-        from transformers import AutoTokenizer
+    def __init__(self, path: str | Path, device: str = "cpu", *, random_weights: bool = False):
+        from transformers import AutoConfig, AutoTokenizer
 
         loader = block_diffusion_class()
         folder = Path(path)
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        model = loader.from_pretrained(str(folder), local_files_only=True)
+        if random_weights:  # benchmarks: config.json alone, no weights read
+            from .random_weights import random_model
+
+            config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+            model = random_model(lambda **kw: loader._from_config(config, **kw), device)
+        else:
+            model = loader.from_pretrained(str(folder), local_files_only=True)
         text = model.config.text_config
         # No mask token exists: the id only marks open positions in the denoiser's block and never reaches the model.
         placeholder = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else text.pad_token_id
@@ -117,6 +129,7 @@ class DiffusionGemmaBackend:
         except VocabularyError as error:
             raise ModelLoadError(f"{folder}: {error}") from None
         self.model = model.to(device).eval()
+        self.cache_keyword = cache_keyword(model.model.decoder)  # how this transformers names the decoder's cache
         self.device = torch.device(device)
         self.name = f"diffusion-gemma:{folder.name}"
         self.version = getattr(model.config, "_commit_hash", None) or ""
@@ -130,7 +143,8 @@ class DiffusionGemmaBackend:
         ids, mask, positions = left_pad(prefixes, self.vocab.pad_id, self.device)
         with torch.inference_mode():
             out = self.model.model.encoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        return GemmaPrefixCache(out.cache, mask, positions[:, -1] + 1)
+        kv = out.cache if getattr(out, "cache", None) is not None else out.past_key_values  # by transformers version
+        return GemmaPrefixCache(kv, mask, positions[:, -1] + 1)
 
     def block_logits(
         self,
@@ -159,7 +173,7 @@ class DiffusionGemmaBackend:
         positions = cache.next_position[:, None] + torch.arange(canvas.shape[1], device=self.device)[None, :]
         hidden = self.model.model.decoder(
             decoder_input_ids=canvas,
-            cache=cache.kv,
+            **{self.cache_keyword: cache.kv},
             self_conditioning_logits=previous,
             decoder_attention_mask=torch.cat([cache.mask, real], dim=1),
             decoder_position_ids=positions,

@@ -65,6 +65,8 @@ class MaskedDLLMBackend(FullSequenceBackend):
         device: str = "cpu",
         trust_remote_code: bool = False,
         options: MaskedDLLMOptions = MaskedDLLMOptions(),
+        *,
+        random_weights: bool = False,
     ):
         import transformers
 
@@ -85,7 +87,13 @@ class MaskedDLLMBackend(FullSequenceBackend):
         except VocabularyError as error:
             hint = "; set mask_token_id in config.json or pass --mask-token-id" if mask_id is None else ""
             raise ModelLoadError(f"{folder}: {error}{hint}") from None
-        model = loader.from_pretrained(str(folder), local_files_only=True, trust_remote_code=True)
+        if random_weights:  # benchmarks: config.json alone, no weights read
+            from .random_weights import random_model
+
+            made = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=True)
+            model = random_model(lambda **kw: loader.from_config(made, trust_remote_code=True, **kw), device)
+        else:
+            model = loader.from_pretrained(str(folder), local_files_only=True, trust_remote_code=True)
         self.model = model.to(device).eval()
         self.device = torch.device(device)
         self.name = f"masked-dllm:{folder.name}"

@@ -9,7 +9,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from ..options import EngineOptions, add_engine_arguments
+from ..options import EngineOptions, _positive, add_engine_arguments
 
 EXIT_INVALID = 2
 DEFAULT_GROUPS = {"cpu": 32, "cuda": 256}
@@ -26,17 +26,37 @@ def add_bench_commands(sub) -> None:
     bench.add_argument("--groups", type=int, help="groups in the workload (default 32 on CPU, 256 on CUDA; --quick 8)")
     bench.add_argument("--batch-sizes", help="comma-separated, tried in order while groups/s improves")
     bench.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice, one per core)")
+    bench.add_argument(
+        "--steps", type=_positive,
+        help="a fixed step count: each block commits one position per forward pass, at most this many passes "
+        "(the rest from the last logits); on DiffusionGemma, the model's own generate runs beside the engine "
+        "at the same count",
+    )
+    bench.add_argument(
+        "--random-weights", action="store_true",
+        help="build the --model folder's model from its config.json, with seeded random bfloat16 weights on "
+        "--device, reading no weights (diffusion-gemma and masked-dllm folders; see `python -m "
+        "decision_engine.bench.real_size`)",
+    )
     bench.set_defaults(func=_bench)
 
 
-def benchmark(engine, groups: int, config, *, device: str, quick: bool) -> dict:
-    """Build the workload, run every measurement on it with `engine`, and return the report."""
+def benchmark(
+    engine, groups: int, config, *, device: str, quick: bool, steps: int | None = None, random_weights: bool = False
+) -> dict:
+    """Build the workload, run every measurement on it with `engine`, and return the report. With `steps`,
+    every block takes at most that many forward passes, committing one position per pass, and where the
+    model has its own generate (DiffusionGemma) the report's `generate` compares the two at that count."""
     from ..validation import request_from_object
+    from .own_generate import has_own_generate, side_by_side
     from .report import finish
-    from .runner import run_bench
+    from .runner import best, run_bench
     from .workload import QUESTIONS, build_workload
 
     lines = build_workload(groups)
+    if steps is not None:
+        for line in lines:  # threshold 1.0: one position per pass, so a block takes its `steps` passes
+            line["options"] = {**line.get("options", {}), "max_steps": steps, "threshold": 1.0}
     requests = [request_from_object(line) for line in lines]
     workload = {
         "groups": len(lines),
@@ -46,10 +66,17 @@ def benchmark(engine, groups: int, config, *, device: str, quick: bool) -> dict:
         "with generated general terms",
     }
     result = run_bench(engine, requests, config)
-    return finish(
+    if steps is not None:
+        result["steps"] = steps
+        if has_own_generate(engine.model):
+            result["generate"] = side_by_side(engine, requests, steps, best(result["modes"]["joint"])["batch_size"])
+    report = finish(
         result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick,
         precision=str(engine.dtype).removeprefix("torch."),
     )
+    if random_weights:  # the weights themselves are bfloat16, whatever the engine's autocast
+        report.update(precision="bfloat16", weights="random (seeded), built from config.json")
+    return report
 
 
 def _device_name(device: str) -> str:
@@ -93,11 +120,25 @@ def _bench(args: argparse.Namespace) -> int:
     config.batch_sizes = sizes
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.random_weights and args.model is None:
+        print("error: --random-weights needs --model: a folder with the config.json to build", file=sys.stderr)
+        return EXIT_INVALID
+    options = EngineOptions.from_args(args)
     try:
-        engine = build_engine(EngineOptions.from_args(args))
+        model = None
+        if args.random_weights:
+            from ..factory import dllm_options
+            from ..models import open_model
+
+            model = open_model(
+                options.model, options.device, options.trust_remote_code, dllm_options(options), random_weights=True
+            )
+        engine = build_engine(options, model)
     except ModelLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    report = benchmark(engine, groups, config, device=args.device, quick=args.quick)
+    report = benchmark(
+        engine, groups, config, device=args.device, quick=args.quick, steps=args.steps, random_weights=args.random_weights
+    )
     print(json.dumps(report) if args.json else to_text(report))
     return 0

@@ -31,10 +31,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
     """The model to train, built to its final config: fresh, or continued from a checkpoint (with a
     longer window or a question summary where `cfg` asks for them)."""
     if cfg.init_from:
-        from ..models import BUNDLED_WEIGHTS
-
-        folder = BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from)
-        saved, _ = checkpoint_config(folder)
+        saved, _ = checkpoint_config(continued_folder(cfg))
         model_cfg = replace(
             saved,
             max_positions=max(saved.max_positions, cfg.max_positions),  # a longer window for a continued model
@@ -47,8 +44,8 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             compares_values=saved.compares_values or cfg.compares_values,
         )
         if cfg.answer_layers and not saved.answer_layers:
-            raise ValueError(f"answer_layers trains from the base encoder; {folder} was trained without them")
-        model, _ = load_checkpoint(folder, cfg=model_cfg)
+            raise ValueError(f"answer_layers trains from the base encoder; {cfg.init_from} was trained without them")
+        model, _ = load_checkpoint(continued_folder(cfg), cfg=model_cfg)
     else:
         model_cfg = replace(
             BlockDiffusionConfig.from_name(cfg.model),
@@ -76,6 +73,31 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             if name in frozen:
                 p.requires_grad_(False)
     return model
+
+
+def continued_folder(cfg: TrainConfig) -> Path:
+    """The checkpoint folder a continued run (`init_from`) starts from."""
+    from ..models import BUNDLED_WEIGHTS
+
+    return BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from)
+
+
+# Written by this run's `train`; everything else a continued checkpoint's config.json holds (the
+# absence gate, the calibration maps) is fitted after training and carries over.
+OWN_META = ("name", "config", "from_base", "train_config", "training", "context_tokens")
+
+
+def carried_meta(cfg: TrainConfig) -> dict:
+    """What a continued run keeps of its starting checkpoint's config.json: the parts fitted after
+    training (gate, calibration maps), and its own record under `continued` (its training config and
+    the fits of the parts this run leaves as they were). The calibration maps were fitted on the
+    earlier reader: refit them (`calibrate`) once the run ends."""
+    if not cfg.init_from:
+        return {}
+    _, meta = checkpoint_config(continued_folder(cfg))
+    kept = {k: v for k, v in meta.items() if k not in OWN_META}
+    record = {"from": cfg.init_from, "train_config": meta.get("train_config"), "training": meta.get("training", {})}
+    return {**kept, "continued": record}
 
 
 def prefix_encoder_keys(model: torch.nn.Module) -> list[str]:
@@ -370,7 +392,9 @@ def train(
         omit = sorted(set(omit) | set(prefix_encoder_keys(model)))
     save_checkpoint(
         model, out, f"decision-model-{cfg.name}",
-        extra={"train_config": cfg.to_dict(), "training": summary, "context_tokens": cfg.context_tokens},
+        extra={
+            **carried_meta(cfg), "train_config": cfg.to_dict(), "training": summary, "context_tokens": cfg.context_tokens
+        },
         omit_from_base=omit,
     )
     clear_resume_point(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.pool import AsyncResult
 from dataclasses import dataclass
 from functools import partial
 
@@ -101,6 +101,9 @@ def planned_examples(layout: LayoutFunction, planned: Sequence[PlannedLine]) -> 
 
 def _start_worker(spec: LayoutSpec) -> None:
     global _WORKER_LAYOUT
+    import torch
+
+    torch.set_num_threads(1)  # one core each: a pool of workers, each on every core, mostly waits on the others
     _WORKER_LAYOUT = layout_for(spec)
 
 
@@ -117,26 +120,27 @@ class ExamplePreparer:
         self.layout = layout_for(spec, vocab, context) if workers == 0 else None
         self.pool = None
         if workers > 0:
-            self.pool = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                initargs=(spec,),
-            )
+            self.pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_start_worker, initargs=(spec,))
 
-    def start(self, planned: list[PlannedLine]) -> list[Future] | list[PlannedLine]:
+    def start(self, planned: list[PlannedLine]) -> list[AsyncResult] | list[PlannedLine]:
         """Begin an epoch's examples; pass the result to `finish`."""
         if self.pool is None:
             return planned
-        return [self.pool.submit(_worker_examples, planned[i : i + CHUNK_LINES]) for i in range(0, len(planned), CHUNK_LINES)]
+        return [
+            self.pool.apply_async(_worker_examples, (planned[i : i + CHUNK_LINES],))
+            for i in range(0, len(planned), CHUNK_LINES)
+        ]
 
     def finish(self, started) -> list[Example]:
         """The examples of an epoch begun with `start`, in line order."""
         if self.pool is None:
             return planned_examples(self.layout, started)
-        return [e for future in started for e in future.result()]
+        return [e for chunk in started for e in chunk.get()]
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+        if self.pool is not None:  # an epoch laid out ahead that training will not reach is dropped, not waited for
+            self.pool.terminate()
+            self.pool.join()
 
     def __enter__(self) -> ExamplePreparer:
         return self
