@@ -367,7 +367,10 @@ def _fit_verdict(args: argparse.Namespace) -> int:
         return EXIT_INVALID
 
     def fit(engine, folder, out, contractnli, log):
-        return add_verdict_reader(engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log)
+        int8 = [part for part in (args.int8 or "").split(",") if part]
+        return add_verdict_reader(
+            engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8
+        )
 
     return _fit_on_contractnli(args, fit)
 
@@ -523,6 +526,12 @@ def build_parser() -> argparse.ArgumentParser:
     verdicts.add_argument("--epochs", type=int, default=3, help="passes over the training hypotheses")
     verdicts.add_argument("--rank", type=int, default=8, help="rank of the updates of the base encoder's projections")
     verdicts.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
+    verdicts.add_argument(
+        "--wide", action="store_true", help="update the attention output and feed-forward projections too (about 1.3 MB at rank 16)"
+    )
+    verdicts.add_argument(
+        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "comparison_chooser"'
+    )
     verdicts.set_defaults(func=_fit_verdict)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")

@@ -48,11 +48,17 @@ def test_an_untrained_reader_leaves_the_base_encoder_as_it_is():
     assert torch.allclose(encoder_output(merged, encoded), encoder_output(base, encoded), atol=1e-6)
 
 
-def test_the_merged_encoder_reads_as_the_hooked_one_it_was_trained_as():
+@pytest.mark.parametrize("wide", [False, True])
+def test_the_merged_encoder_reads_as_the_hooked_one_it_was_trained_as(wide):
     torch.manual_seed(0)
-    reader = VerdictReader(rank=4).eval()
+    reader = VerdictReader(rank=4, wide=wide).eval()
     with torch.no_grad():
-        reader.up.normal_(std=0.05)
+        for name, parameter in reader.named_parameters():
+            if name.endswith("up"):
+                parameter.normal_(std=0.05)
+    if wide:  # every projection of every layer is updated
+        assert reader.targets == ("query", "key", "value", "attn_out", "ff_in", "ff_out")
+        assert reader.ff_in_up.shape == (6, 1536, 4) and reader.ff_out_down.shape == (6, 4, 1536)
     base, tokenizer = load_base_encoder()
     encoded = tokenize_pairs(tokenizer, *PAIRS)
     plain = encoder_output(base, encoded)

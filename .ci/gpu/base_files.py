@@ -17,21 +17,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from decision_engine.model.int8_storage import quantised
 from decision_engine.model.loader import base_model_dir
-
-
-def quantised(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Each matrix as int8 rows and their fp16 scales (`NAME.int8`, `NAME.scale`); the rest in fp16."""
-    out = {}
-    for name, tensor in weights.items():
-        tensor = tensor.float()
-        if tensor.dim() < 2:
-            out[name] = tensor.half().contiguous()
-            continue
-        scale = tensor.abs().amax(dim=1, keepdim=True).clamp_min(1e-8) / 127
-        out[f"{name}.int8"] = (tensor / scale).round().clamp(-127, 127).to(torch.int8).contiguous()
-        out[f"{name}.scale"] = scale.half().contiguous()
-    return out
 
 
 def main(out: Path) -> None:
@@ -39,7 +26,9 @@ def main(out: Path) -> None:
     shutil.copytree(
         package, out / package.name, ignore=shutil.ignore_patterns("model.safetensors", "__pycache__"), dirs_exist_ok=True
     )
-    save_file(quantised(load_file(str(base_model_dir() / "model.safetensors"))), str(out / "base_int8.safetensors"))
+    packed = quantised(load_file(str(base_model_dir() / "model.safetensors")), lambda name: True)
+    packed = {k: v if v.dtype == torch.int8 else v.half() for k, v in packed.items()}  # vectors in fp16
+    save_file(packed, str(out / "base_int8.safetensors"))
 
 
 if __name__ == "__main__":

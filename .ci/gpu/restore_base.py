@@ -9,22 +9,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file, save_file
 
-
-def restored(packed: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    out = {}
-    for name, tensor in packed.items():
-        if name.endswith(".scale"):
-            continue
-        if name.endswith(".int8"):
-            base = name.removesuffix(".int8")
-            out[base] = (tensor.float() * packed[f"{base}.scale"].float()).contiguous()
-        else:
-            out[name] = tensor.float().contiguous()
-    return out
+from decision_engine.model.int8_storage import restored
 
 
 if __name__ == "__main__":
-    save_file(restored(load_file(sys.argv[1])), str(Path(sys.argv[2]) / "model.safetensors"), metadata={"format": "pt"})
+    weights = {k: v.float().contiguous() for k, v in restored(load_file(sys.argv[1])).items()}
+    save_file(weights, str(Path(sys.argv[2]) / "model.safetensors"), metadata={"format": "pt"})

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from .int8_storage import quantised, restored
 from .transformer import BlockDiffusionConfig, BlockDiffusionModel
 
 BASE_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -137,6 +138,11 @@ def random_model(cfg: BlockDiffusionConfig, seed: int = 0) -> BlockDiffusionMode
     return model.eval()
 
 
+# config.json's list of parts (such as "comparison_chooser") whose matrices are stored in int8 with a
+# scale per row (model/int8_storage.py): every later save of the checkpoint keeps them so.
+INT8_PARTS = "stored_in_int8"
+
+
 def save_checkpoint(
     model: BlockDiffusionModel,
     folder: Path,
@@ -153,7 +159,10 @@ def save_checkpoint(
     omit = list(omit_from_base or [])
     meta = {"name": name, "config": model.cfg.to_dict(), "from_base": omit, **(extra or {})}
     (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
-    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items() if k not in omit}
+    int8 = tuple(f"{part}." for part in meta.get(INT8_PARTS, []))
+    state = {k: v.detach().float() for k, v in model.state_dict().items() if k not in omit}
+    state = quantised(state, lambda name: name.startswith(int8) if int8 else False)
+    state = {k: (v if v.dtype == torch.int8 else v.to(torch.float16)).contiguous() for k, v in state.items()}
     save_file(state, str(folder / "model.safetensors"))
 
 
@@ -205,7 +214,7 @@ def load_checkpoint(
     cfg = cfg or saved
     with torch.device("meta"):
         model = model_class(cfg)(cfg)
-    state = {k: v.float() for k, v in load_file(str(folder / "model.safetensors"), device=device).items()}
+    state = {k: v.float() for k, v in restored(load_file(str(folder / "model.safetensors"), device=device)).items()}
     if meta.get("from_base"):
         base = base_state_dict()
         base.update(document_encoder_names(base))
@@ -247,7 +256,7 @@ def _grown_state(
         for k in [k for k in state if k.startswith("comparison_chooser.")]:
             del state[k]
     if cfg.reads_verdicts:
-        _fit_verdict_state(state, cfg.verdict_rank, fresh_verdict, folder)
+        _fit_verdict_state(state, cfg.verdict_rank, cfg.verdict_wide, fresh_verdict, folder)
     return state
 
 
@@ -266,11 +275,13 @@ def _fit_comparer_state(state: dict[str, torch.Tensor], sides: int, fresh: bool,
     _fit_part_state(state, "comparison_chooser", lambda: ComparisonChooser(sides=sides), fresh, folder, "fit-comparer")
 
 
-def _fit_verdict_state(state: dict[str, torch.Tensor], rank: int, fresh: bool, folder: Path | None) -> None:
-    """The same for the verdict reader (updates of rank `rank`)."""
+def _fit_verdict_state(
+    state: dict[str, torch.Tensor], rank: int, wide: bool, fresh: bool, folder: Path | None
+) -> None:
+    """The same for the verdict reader (updates of rank `rank`, `wide` or not)."""
     from ..reader.verdict_reader import VerdictReader
 
-    _fit_part_state(state, "verdict_reader", lambda: VerdictReader(rank), fresh, folder, "fit-verdict")
+    _fit_part_state(state, "verdict_reader", lambda: VerdictReader(rank, wide), fresh, folder, "fit-verdict")
 
 
 def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: bool, folder: Path | None, command: str) -> None:

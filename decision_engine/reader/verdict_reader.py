@@ -5,7 +5,9 @@ kind of question. The verdict reader is a cross-encoder trained on hypothesis sl
 sentence encoder (pinned, frozen) reads "[CLS] hypothesis [SEP] evidence [SEP]", where the evidence is
 the first `passages` spans the evidence pointer ranks for that question, and a head over its mean
 state says absent, entailed or contradicted. Only low-rank updates of each layer's query, key and
-value projections (rank `rank`) and the head are trained and saved, about 0.2 MB in fp16.
+value projections (rank `rank`) and the head are trained and saved, about 0.2 MB in fp16 at rank 8;
+a `wide` reader also updates the attention output and both feed-forward projections (about 1.3 MB
+at rank 16).
 
 Its log-probabilities are added, per choice, to the odds of a hypothesis slot (the slot's
 `choice_bias`, beside the absence gate's), so the slot's answer is the product of both readers'
@@ -25,8 +27,12 @@ from torch import nn
 from .absence_gate import choice_words, is_absence_choice
 
 DIM = 384  # the base sentence encoder's width
+FEED_FORWARD = 1536  # its feed-forward width
 LAYERS = 6  # its layers
-TARGETS = ("query", "key", "value")  # the projections each layer's low-rank update changes
+TARGETS = ("query", "key", "value")  # the square projections each layer's low-rank updates change
+WIDE_TARGETS = (*TARGETS, "attn_out")  # those of a wide reader
+FEED_FORWARD_TARGETS = ("ff_in", "ff_out")  # and its feed-forward projections, (out, in) below
+SHAPES = {"ff_in": (FEED_FORWARD, DIM), "ff_out": (DIM, FEED_FORWARD)}
 VERDICTS = ("absent", "entailed", "contradicted")  # the head's outputs, in order
 ENTAILED = frozenset({"entailment", "entailed"})
 CONTRADICTED = frozenset({"contradiction", "contradicted"})
@@ -50,12 +56,20 @@ class VerdictReader(nn.Module):
     (`down` then `up`; `up` starts at zero, so an untrained reader leaves the base encoder as it is),
     and the head. The encoder it updates is the pinned base, loaded on first use (`encoder`)."""
 
-    def __init__(self, rank: int = 8):
+    def __init__(self, rank: int = 8, wide: bool = False):
         super().__init__()
         self.rank = rank
-        self.down = nn.Parameter(torch.empty(LAYERS, len(TARGETS), rank, DIM))
-        self.up = nn.Parameter(torch.zeros(LAYERS, len(TARGETS), DIM, rank))
+        self.square = WIDE_TARGETS if wide else TARGETS
+        self.down = nn.Parameter(torch.empty(LAYERS, len(self.square), rank, DIM))
+        self.up = nn.Parameter(torch.zeros(LAYERS, len(self.square), DIM, rank))
         nn.init.kaiming_uniform_(self.down.view(-1, DIM), a=math.sqrt(5))
+        self.feed_forward = FEED_FORWARD_TARGETS if wide else ()
+        for name in self.feed_forward:
+            out, width = SHAPES[name]
+            down = nn.Parameter(torch.empty(LAYERS, rank, width))
+            nn.init.kaiming_uniform_(down.view(-1, width), a=math.sqrt(5))
+            self.register_parameter(f"{name}_down", down)
+            self.register_parameter(f"{name}_up", nn.Parameter(torch.zeros(LAYERS, out, rank)))
         self.head = nn.Linear(DIM, len(VERDICTS))
         self._built: dict[str, Any] = {}  # the merged base encoder and its tokenizer, on first use (not saved)
         self._lock = threading.Lock()
@@ -64,20 +78,32 @@ class VerdictReader(nn.Module):
     def scale(self) -> float:
         return ALPHA / self.rank
 
-    def delta(self, layer: int, target: int) -> torch.Tensor:
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (*self.square, *self.feed_forward)
+
+    def factors(self, layer: int, target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """One projection's update as (down (rank, in), up (out, rank))."""
+        if target in self.square:
+            t = self.square.index(target)
+            return self.down[layer, t], self.up[layer, t]
+        return getattr(self, f"{target}_down")[layer], getattr(self, f"{target}_up")[layer]
+
+    def delta(self, layer: int, target: str) -> torch.Tensor:
         """The low-rank update of one projection's weight, (out, in)."""
-        return self.scale * self.up[layer, target] @ self.down[layer, target]
+        down, up = self.factors(layer, target)
+        return self.scale * up @ down
 
     def attach(self, encoder: nn.Module, dropout: float = 0.1) -> list:
         """Hook this reader's updates onto a base encoder's projections, for training (gradients reach
         `down` and `up`, the base stays as it is); returns the hooks, to remove when done."""
         drop = nn.Dropout(dropout)
         hooks = []
-        for layer, target, linear in _projections(encoder):
+        for layer, target, linear in _projections(encoder, self.targets):
             def added(module, inputs, output, layer=layer, target=target):
                 x = drop(inputs[0]) if module.training else inputs[0]
-                low = x @ self.down[layer, target].T
-                return output + self.scale * (low @ self.up[layer, target].T)
+                down, up = self.factors(layer, target)
+                return output + self.scale * ((x @ down.T) @ up.T)
             hooks.append(linear.register_forward_hook(added))
         return hooks
 
@@ -109,7 +135,7 @@ class VerdictReader(nn.Module):
             encoder, tokenizer = load_base_encoder()
             encoder = encoder.to(self.down.device)  # where this reader's weights are (the engine's device)
             with torch.no_grad():
-                for layer, target, linear in _projections(encoder):
+                for layer, target, linear in _projections(encoder, self.targets):
                     linear.weight += self.delta(layer, target).to(linear.weight.dtype)
             self._built.update(encoder=encoder.eval(), tokenizer=tokenizer)
         return self._built["encoder"], self._built["tokenizer"]
@@ -139,8 +165,12 @@ def tokenize_pairs(tokenizer, hypotheses: Sequence[str], evidence: Sequence[Sequ
     )
 
 
-def _projections(encoder: nn.Module):
-    """(layer, target index, linear) for each projection a low-rank update changes."""
+def _projections(encoder: nn.Module, targets: Sequence[str]):
+    """(layer, target, linear) for each of a BERT encoder's projections named in `targets`."""
     for layer, block in enumerate(encoder.encoder.layer):
-        for t, name in enumerate(TARGETS):
-            yield layer, t, getattr(block.attention.self, name)
+        linears = {
+            "query": block.attention.self.query, "key": block.attention.self.key, "value": block.attention.self.value,
+            "attn_out": block.attention.output.dense, "ff_in": block.intermediate.dense, "ff_out": block.output.dense,
+        }
+        for name in targets:
+            yield layer, name, linears[name]

@@ -122,11 +122,15 @@ def add_verdict_reader(
     rank: int = 8,
     seed: int = 0,
     log: Callable[[str], None] = print,
+    wide: bool = False,
+    int8_parts: Sequence[str] = (),
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
     ContractNLI training documents as `engine` (opened on that checkpoint) lays them out; returns the
-    fit's record, with the reader's accuracy on the held-out documents."""
-    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
+    fit's record, with the reader's accuracy on the held-out documents. A `wide` reader updates the
+    attention output and feed-forward projections too; `int8_parts` names parts of the checkpoint to
+    store in int8 from now on (room for it under the size cap)."""
+    from ..model.loader import INT8_PARTS, checkpoint_config, load_checkpoint, save_refitted
 
     if not hasattr(engine.context, "strengths"):
         raise ValueError(f"{folder} has no span pointer: the verdict reader reads the evidence it reports")
@@ -139,14 +143,20 @@ def add_verdict_reader(
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
     log(f"verdict reader: {len(train)} training hypotheses, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
-    model, meta = load_checkpoint(folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank), fresh_verdict=True)
+    model, meta = load_checkpoint(
+        folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
+    )
     losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "epochs": epochs, "rank": rank, "losses": [round(x, 4) for x in losses],
+        "hypotheses": len(train), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
     log(f"verdict reader: held-out accuracy {record['held_out_accuracy']:.3f} on {len(held_out)} hypotheses")
+    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
+        raise ValueError(f"--int8: {folder} has no part {unknown[0]!r}")
+    if int8_parts:
+        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "verdict_reader", record)
     return record
