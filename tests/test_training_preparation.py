@@ -49,6 +49,34 @@ def test_workers_lay_out_per_question_evidence_with_the_trained_pointer_they_are
     assert got == expected and other != expected
 
 
+def test_workers_lay_out_the_same_examples_from_span_vectors_embedded_here():
+    """The embedder a GPU run hands the preparer: each chunk's spans embedded in this process, in one
+    batch, and the workers lay the groups out from those vectors as they would from their own."""
+    from dataclasses import replace
+
+    from decision_engine.reader.span_pointer import SpanPointer
+    from decision_engine.retrieval.embedder import SpanEmbedder
+
+    spec = replace(SPEC, pointer=SpanPointer().state_dict())
+    planned = plan_epoch(generate_groups("train", 6, seed=5), independent_share=0.0, rng=random.Random(0))
+    with ExamplePreparer(spec, workers=0) as here:
+        expected = here.finish(here.start(planned))
+    embedder = SpanEmbedder(cache_size=0, batch_size=64)
+    with ExamplePreparer(spec, workers=1, embedder=embedder) as pool:
+        vectors = pool._span_vectors(planned)
+        got = pool.finish(pool.start(planned))
+    assert len(vectors) == len({p.line["document"]["text"] for p in planned})
+    assert all(len(spans) == len(v) > 0 for _, spans, v in vectors)
+    assert got == expected
+
+    class Reversed(SpanEmbedder):  # each document's vectors in the wrong order: the workers must read them
+        def span_vectors(self, documents):
+            return [(text, spans, v.flip(0)) for text, spans, v in super().span_vectors(documents)]
+
+    with ExamplePreparer(spec, workers=1, embedder=Reversed(cache_size=0)) as pool:
+        assert pool.finish(pool.start(planned)) != expected
+
+
 def test_plan_draws_single_questions_at_the_configured_share():
     lines = [{"id": str(i)} for i in range(2000)]
     none = plan_epoch(lines, 0.0, random.Random(1))

@@ -140,6 +140,30 @@ class SpanEmbedder:
                     self._documents.popitem(last=False)
             return vectors
 
+    def span_vectors(self, documents: Sequence[str]) -> list[tuple[str, list[Span], torch.Tensor]]:
+        """Each document cut into spans as the pointer cuts it, and their vectors, embedded together (one
+        large batch on a GPU serves many documents): what `remember_spans` takes."""
+        from .context import SPAN_CHARS
+        from .spans import split_spans
+
+        cut = [(text, split_spans(text, SPAN_CHARS)) for text in dict.fromkeys(documents)]
+        vectors = self.embed([s.text for _, spans in cut for s in spans])
+        out, first = [], 0
+        for text, spans in cut:
+            out.append((text, spans, vectors[first : first + len(spans)]))
+            first += len(spans)
+        return out
+
+    def remember_spans(self, embedded: Sequence[tuple[str, list[Span], torch.Tensor]]) -> None:
+        """Keep span vectors computed elsewhere (`span_vectors`), so `embed_spans` finds them cached."""
+        with self._lock:
+            for text, spans, vectors in embedded:
+                key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), tuple((s.start, s.end) for s in spans))
+                self._documents[key] = vectors
+                self._documents.move_to_end(key)
+            while self.cache_size > 0 and len(self._documents) > self.cache_size:
+                self._documents.popitem(last=False)
+
     def embed_mentions(self, document_text: str, mentions: Sequence) -> torch.Tensor:
         """(M, MENTION_DIM) vectors of value mentions read in their span: the mean of the mention's
         own token states, the mean of the `CUE_TOKENS` before it, and the mean of the `AROUND_TOKENS`

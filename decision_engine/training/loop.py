@@ -24,6 +24,7 @@ from .resume import ResumeError, ResumePoint, clear_resume_point, load_resume_po
 from .preparation import ExamplePreparer, LayoutSpec, plan_epoch
 
 FROZEN_FROM_BASE = ["embed.word.weight"]
+GPU_SPAN_BATCH = 256  # spans per encoder call when a GPU embeds an epoch's spans for the workers
 CONTRACTNLI_MIN_GROUP = 2  # hypotheses in the smallest ContractNLI training group (the largest: MAX_QUESTIONS)
 
 
@@ -199,6 +200,16 @@ def _comparer(cfg: TrainConfig, model, saved, pointer, log: Callable[[str], None
     return fit_comparison_chooser(comparer, cfg.comparer_groups, cfg.comparer_epochs, cfg.seed, log, pointer=pointer)
 
 
+def _span_embedder(cfg: TrainConfig, model, device: str):
+    """On a GPU, with workers and a span pointer: an embedder there, so each epoch's spans are embedded
+    in large batches on the GPU rather than document by document on the workers' CPUs."""
+    if torch.device(device).type != "cuda" or not cfg.data_workers or model.span_pointer is None:
+        return None
+    from ..retrieval.embedder import SpanEmbedder
+
+    return SpanEmbedder(cache_size=0, batch_size=GPU_SPAN_BATCH, device=device)
+
+
 def freeze(module) -> None:
     """Eval mode, no gradients: a fitted pointer or chooser stays as it is while the reader trains."""
     module.eval()
@@ -315,7 +326,7 @@ def train(
         lines = epoch_lines(cfg, cfg.first_epoch + epoch, rng)
         return plan_epoch(lines, cfg.independent_share, rng)
 
-    with ExamplePreparer(spec, cfg.data_workers, vocab, context) as preparer:
+    with ExamplePreparer(spec, cfg.data_workers, vocab, context, _span_embedder(cfg, model, device)) as preparer:
         plan = saved.next_plan if saved is not None else planned(first)
         upcoming = preparer.start(plan)
         for epoch in range(first, cfg.epochs):
