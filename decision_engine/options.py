@@ -70,7 +70,7 @@ def add_engine_arguments(
         parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
         parser.add_argument("--trust-remote-code", action="store_true", help="allow a Hugging Face model's own code")
         parser.add_argument("--mask-token-id", type=_natural, help="masked diffusion LLMs: the mask token's id")
-        parser.add_argument("--block-size", type=_positive, help="masked diffusion LLMs: the diffusion block size")
+        parser.add_argument("--block-size", type=positive_int, help="masked diffusion LLMs: the diffusion block size")
         parser.add_argument("--loader", choices=DLLM_LOADERS, help="masked diffusion LLMs: the auto class to load with")
     parser.add_argument("--device", default=defaults.device, choices=devices, help="torch device, e.g. cpu or cuda")
     parser.add_argument(
@@ -85,11 +85,11 @@ def add_engine_arguments(
             "--max-document-chars", type=int, default=defaults.limits.max_document_chars,
             help="longer documents are refused",
         )
-        parser.add_argument("--max-rules", type=_positive, default=defaults.limits.max_rules,
+        parser.add_argument("--max-rules", type=positive_int, default=defaults.limits.max_rules,
                             help="requests with more rules are refused")
-        parser.add_argument("--max-rule-values", type=_positive, default=defaults.limits.max_rule_values,
+        parser.add_argument("--max-rule-values", type=positive_int, default=defaults.limits.max_rule_values,
                             help="a rule listing more values (if and then together) is refused")
-        parser.add_argument("--max-rule-values-total", type=_positive, default=defaults.limits.max_rule_values_total,
+        parser.add_argument("--max-rule-values-total", type=positive_int, default=defaults.limits.max_rule_values_total,
                             help="requests whose rules list more values in all are refused")
 
 
@@ -107,7 +107,7 @@ def _natural(text: str) -> int:
     return number
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     try:
         number = int(text)

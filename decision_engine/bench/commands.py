@@ -9,7 +9,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from ..options import EngineOptions, _positive, add_engine_arguments
+from ..options import EngineOptions, add_engine_arguments, positive_int
 
 EXIT_INVALID = 2
 DEFAULT_GROUPS = {"cpu": 32, "cuda": 256}
@@ -27,7 +27,7 @@ def add_bench_commands(sub) -> None:
     bench.add_argument("--batch-sizes", help="comma-separated, tried in order while groups/s improves")
     bench.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice, one per core)")
     bench.add_argument(
-        "--steps", type=_positive,
+        "--steps", type=positive_int,
         help="a fixed step count: each block commits one position per forward pass, at most this many passes "
         "(the rest from the last logits); on DiffusionGemma, the model's own generate runs beside the engine "
         "at the same count",
