@@ -73,11 +73,18 @@ def calibrate_checkpoint(
         counts[key] = counts.get(key, 0) + 1
     copy_checkpoint(folder, out)
     meta = json.loads((out / "config.json").read_text())
-    kept = {k: v for k, v in (meta.get("calibration") or {}).items() if kinds and _kind(k) not in kinds}
-    meta["calibration"] = {**kept, **calibration.to_dict()}
+    fitted = calibration.to_dict()
+    earlier = meta.get("calibration") or {}
+    kept = {k: v for k, v in earlier.items() if kinds and _kind(k) not in kinds}
+    # A map this fit had too few answers for stays as it was rather than vanish; the record names it.
+    unfitted = {k: v for k, v in earlier.items() if k not in kept and k not in fitted}
+    if unfitted:
+        log(f"calibration: too few answers to fit {', '.join(sorted(unfitted))} again; their maps are kept")
+    meta["calibration"] = {**kept, **unfitted, **fitted}
     record = {
         "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
         **({"kinds": list(kinds)} if kinds else {}),
+        **({"kept_for_too_few_answers": sorted(unfitted)} if unfitted else {}),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
     training = meta.setdefault("training", {})
