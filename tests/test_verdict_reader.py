@@ -163,3 +163,15 @@ def test_fit_verdict_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert model.verdict_reader is not None
     response = build_engine(model=model).decide(nli_request())
     assert all(a.value in NLI for a in response.answers)
+
+    # a wide reader, the span pointer stored in int8 from now on; a part the checkpoint lacks is named
+    assert main([*args[:4], str(tmp_path / "bad"), *args[5:], "--epochs", "1", "--int8", "no_such_part"]) == 2
+    assert "no part 'no_such_part'" in capsys.readouterr().err
+    wide = tmp_path / "wide"
+    assert main([*args[:4], str(wide), *args[5:], "--epochs", "1", "--rank", "2", "--wide", "--int8", "span_pointer"]) == 0
+    capsys.readouterr()
+    loaded, meta = load_checkpoint(wide)
+    assert meta["config"]["verdict_wide"] and meta["stored_in_int8"] == ["span_pointer"]
+    assert loaded.verdict_reader.ff_in_up.abs().sum() > 0
+    step = before.span_pointer.question.weight.abs().amax(dim=-1, keepdim=True) / 127
+    assert ((loaded.span_pointer.question.weight - before.span_pointer.question.weight).abs() <= 0.6 * step + 1e-3).all()

@@ -146,6 +146,8 @@ def add_verdict_reader(
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
+    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
+        raise ValueError(f"--int8: {folder} has no part {unknown[0]!r}")
     losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
     record = {
         "hypotheses": len(train), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
@@ -154,8 +156,6 @@ def add_verdict_reader(
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
     log(f"verdict reader: held-out accuracy {record['held_out_accuracy']:.3f} on {len(held_out)} hypotheses")
-    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
-        raise ValueError(f"--int8: {folder} has no part {unknown[0]!r}")
     if int8_parts:
         meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "verdict_reader", record)
