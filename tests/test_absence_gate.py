@@ -128,17 +128,11 @@ def test_the_fitted_gate_finds_the_slope_that_separates_absent_answers():
 
 
 def test_fit_gate_names_what_it_cannot_use(tmp_path, capsys):
-    from decision_engine.cli import main
-    from decision_engine.model.loader import random_model, save_checkpoint
-    from decision_engine.model.transformer import BlockDiffusionConfig
+    from contractnli_fit_checks import check_names_what_it_cannot_use
 
-    save_checkpoint(random_model(BlockDiffusionConfig.from_name("tiny")), tmp_path / "plain", "plain")
-    args = ["fit-gate", "--model", str(tmp_path / "plain"), "--out", str(tmp_path / "o"), "--contractnli"]
-    assert main([*args, str(tmp_path / "x.json")]) == 2
-    assert "no such file" in capsys.readouterr().err
-    (tmp_path / "bad.json").write_text("{}")
-    assert main([*args, str(tmp_path / "bad.json")]) == 2
-    assert "no span pointer" in capsys.readouterr().err
+    from decision_engine.cli import main
+
+    check_names_what_it_cannot_use("fit-gate", tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["fit-gate", "--out", str(tmp_path / "o")])  # --contractnli is required
     assert "--contractnli" in capsys.readouterr().err

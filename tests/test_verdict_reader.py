@@ -121,17 +121,11 @@ def test_only_hypothesis_slots_are_read(vocab):
 
 
 def test_fit_verdict_names_what_it_cannot_use(tmp_path, capsys):
-    from decision_engine.cli import main
-    from decision_engine.model.loader import random_model, save_checkpoint
-    from decision_engine.model.transformer import BlockDiffusionConfig
+    from contractnli_fit_checks import check_names_what_it_cannot_use
 
-    save_checkpoint(random_model(BlockDiffusionConfig.from_name("tiny")), tmp_path / "plain", "plain")
-    args = ["fit-verdict", "--model", str(tmp_path / "plain"), "--out", str(tmp_path / "o"), "--contractnli"]
-    assert main([*args, str(tmp_path / "x.json")]) == 2
-    assert "no such file" in capsys.readouterr().err
-    (tmp_path / "bad.json").write_text("{}")
-    assert main([*args, str(tmp_path / "bad.json")]) == 2
-    assert "no span pointer" in capsys.readouterr().err
+    from decision_engine.cli import main
+
+    args = check_names_what_it_cannot_use("fit-verdict", tmp_path, capsys)
     assert main([*args, str(tmp_path / "bad.json"), "--epochs", "0"]) == 2
     assert "--epochs" in capsys.readouterr().err
 

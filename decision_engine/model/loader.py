@@ -161,7 +161,7 @@ def save_checkpoint(
     (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
     int8 = tuple(f"{part}." for part in meta.get(INT8_PARTS, []))
     state = {k: v.detach().float() for k, v in model.state_dict().items() if k not in omit}
-    state = quantised(state, lambda name: name.startswith(int8) if int8 else False)
+    state = quantised(state, lambda name: bool(int8) and name.startswith(int8))
     state = {k: (v if v.dtype == torch.int8 else v.to(torch.float16)).contiguous() for k, v in state.items()}
     save_file(state, str(folder / "model.safetensors"))
 
