@@ -300,6 +300,13 @@ def _fit_comparer(args: argparse.Namespace) -> int:
     return _fit_part(args, add_comparison_chooser)
 
 
+def _fit_choices(args: argparse.Namespace) -> int:
+    from .training.choice_fit import add_choice_reader
+
+    int8 = [part for part in (args.int8 or "").split(",") if part]
+    return _fit_part(args, functools.partial(add_choice_reader, int8_parts=int8))
+
+
 def _fit_part(args: argparse.Namespace, fit) -> int:
     """Fit one chooser onto a checkpoint (`fit(folder, out, groups, epochs, seed, log=, held_out=)`)."""
     from .model.loader import ModelLoadError
@@ -322,7 +329,7 @@ def _fit_part(args: argparse.Namespace, fit) -> int:
         fitted = fit(
             folder, Path(args.out), args.groups, args.epochs, args.seed, log=lambda line: print(line, flush=True), held_out=held_out
         )
-    except ModelLoadError as error:
+    except (ModelLoadError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
     print(msgspec.json.encode({"out": args.out, **fitted}).decode())
@@ -497,6 +504,15 @@ def build_parser() -> argparse.ArgumentParser:
         "boolean questions",
     )
     comparer.set_defaults(func=_fit_comparer)
+
+    choosing = sub.add_parser(
+        "fit-choices", help="fit a choice reader (boolean and enum slots read from the document's sentence vectors) onto a checkpoint"
+    )
+    _add_fit_arguments(choosing, 'checkpoint folder, or "bundled" (default)', "its choice reader", 20, "boolean and enum questions")
+    choosing.add_argument(
+        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "comparison_chooser"'
+    )
+    choosing.set_defaults(func=_fit_choices)
 
     pointing = sub.add_parser("fit-pointer", help="fit a checkpoint's span pointer again on ContractNLI gold evidence")
     pointing.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

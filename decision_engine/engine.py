@@ -13,8 +13,10 @@ from .decoding.denoise import run_denoising
 from .decoding.grounded_space import GroundedSpace
 from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
 from .decoding.provenance import fixed_by, rule_bounded
+from .decoding.slot_space import ChoiceSpace
 from .errors import EngineFailure, RequestError
 from .precision import computing_in
+from .reader.absence_gate import is_hypothesis_slot
 from .types import Answer, DecisionRequest, DecisionResponse, Mode
 from .validation import Limits
 from .values import kind, value_problem
@@ -108,6 +110,7 @@ class DecisionEngine:
                 request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
                 reads_documents=model.reads_documents, grounder=self.grounder,
                 gate=getattr(model, "absence_gate", None), verdict=getattr(model, "verdict_reader", None),
+                choices=getattr(model, "choice_reader", None),
             )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:
@@ -175,7 +178,7 @@ def calibration_kind(p: Layout, slot: int) -> str:
     a comparison chose (its confidence is the comparison chooser's, not the reader's), "hypothesis" for
     an enum the absence gate shifted (its odds are the reader's and the gate's), else its kind."""
     space = p.group.constraints.spaces[slot]
-    if space.choice_bias is not None:
+    if space.choice_bias is not None and isinstance(space, ChoiceSpace) and is_hypothesis_slot(space.values):
         return "hypothesis"
     if isinstance(space, GroundedSpace) and space.chosen(p.group.constraints.patterns[slot]) is not None:
         if isinstance(space.values[0], bool):

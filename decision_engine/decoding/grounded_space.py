@@ -102,6 +102,18 @@ class GroundedSpace(SlotSpace):
                 return [CHOICE_BASE + k, *digits]
         return [self.write_id, *digits]
 
+    @property
+    def choice_bias(self) -> list[float] | None:  # type: ignore[override]
+        """The inner slot's choice bias (a boolean's, from the choice reader): it weighs in once the
+        choice position hands the slot to the model ("write")."""
+        return getattr(self.inner, "choice_bias", None)
+
+    def token_bias(self, pattern: Pattern, position: int) -> dict[int, float]:
+        """The inner slot's per-token bias at a position after the choice, once "write" is chosen."""
+        if position == 0 or pattern[0] != self.write_id or self.choice_bias is None:
+            return {}
+        return self.inner.token_bias(list(pattern[1:]), position - 1)
+
     def choice_logit(self, token: int) -> float:
         """The chooser's logit for a choice token."""
         return float(self.choice_logits[token - CHOICE_BASE])

@@ -20,9 +20,11 @@ from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
+from .grounded_space import GroundedSpace
 from .slot_space import ChoiceSpace, SlotSpace, build_space
 
 if TYPE_CHECKING:
+    from ..reader.choice_reader import ChoiceReader
     from ..reader.verdict_reader import VerdictReader
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
@@ -162,6 +164,7 @@ def lay_out(
     grounder: Grounding | None = None,
     gate: AbsenceGate | None = None,
     verdict: VerdictReader | None = None,
+    choices: ChoiceReader | None = None,
 ) -> Layout:
     """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
 
@@ -172,7 +175,8 @@ def lay_out(
     A `gate` shifts the odds of hypothesis slots' absence choices by how strongly the context builder
     found a passage for each question (`reader/absence_gate.py`); a `verdict` reader adds its
     log-probability of each verdict, read from the evidence the context builder reports for each
-    question (`reader/verdict_reader.py`).
+    question (`reader/verdict_reader.py`). A `choices` reader adds its log-probability of each choice
+    of boolean and enum slots, read from the document's span vectors (`reader/choice_reader.py`).
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -191,6 +195,7 @@ def lay_out(
     questions = question_tokens(vocab, texts)
     document = request.document.text
     slots = list(range(len(spaces)))
+    _bias_choices(choices, context, document, spaces, texts)
 
     def budget(asked: list[list[int]], block_len: int) -> int:
         try:
@@ -230,8 +235,8 @@ def _bias_hypotheses(
     strength = choice.strength
     if gate is not None and strength is not None:
         for space, found in zip(spaces, strength, strict=True):
-            if isinstance(space, ChoiceSpace):
-                space.choice_bias = gate.choice_bias(space.values, found)
+            if isinstance(space, ChoiceSpace) and (bias := gate.choice_bias(space.values, found)) is not None:
+                space.choice_bias = bias
     if verdict is None or not choice.evidence:
         return
     asked = [i for i, space in enumerate(spaces) if isinstance(space, ChoiceSpace) and is_hypothesis_slot(space.values)]
@@ -242,6 +247,36 @@ def _bias_hypotheses(
         space = spaces[i]
         added = verdict.choice_bias(space.values, log_probs)
         space.choice_bias = [a + b for a, b in zip(space.choice_bias or [0.0] * len(added), added)]
+
+
+def _bias_choices(
+    reader: ChoiceReader | None, context: ContextBuilder, document: str, spaces: Sequence[SlotSpace], texts: Sequence[str]
+) -> None:
+    """Add the choice reader's log-probabilities to the odds of each boolean and enum slot. For a
+    boolean a comparison may answer they go both to the comparison's false and true (a compared
+    answer then needs the two to agree) and to the reader's own choice, which counts where the
+    comparison hands the slot over. It reads the span vectors of a context builder that embeds spans."""
+    embedder = getattr(context, "embedder", None)
+    if reader is None or embedder is None:
+        return
+    from ..reader.choice_reader import choice_text, reads_choices
+    from ..retrieval.context import SPAN_CHARS
+    from ..retrieval.spans import split_spans
+
+    inner = [getattr(space, "inner", space) for space in spaces]
+    asked = [i for i, space in enumerate(inner) if isinstance(space, ChoiceSpace) and reads_choices(space.values)]
+    if not asked:
+        return
+    span_vectors = embedder.embed_spans(document, split_spans(document, SPAN_CHARS))
+    questions = embedder.embed_questions([texts[i] for i in asked])
+    choices = [embedder.embed_questions([choice_text(v) for v in inner[i].values]) for i in asked]
+    for i, read in zip(asked, reader.log_probs(questions, span_vectors, choices)):
+        space = inner[i]
+        space.choice_bias = [a + b for a, b in zip(space.choice_bias or [0.0] * len(read), read)]
+        if isinstance(spaces[i], GroundedSpace):  # a compared value weighs in as well: both must agree
+            outer = spaces[i]
+            for k, value in enumerate(outer.values):
+                outer.choice_logits[k] += read[space.values.index(value)]
 
 
 READ_CHARS = 200_000  # a model that reads whole documents reads this many characters; past it, the leading ones

@@ -201,6 +201,7 @@ def load_checkpoint(
     fresh_chooser: bool = False,
     fresh_comparer: bool = False,
     fresh_verdict: bool = False,
+    fresh_choices: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -208,7 +209,8 @@ def load_checkpoint(
     positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
-    same for the comparison chooser, and `fresh_verdict` for the verdict reader.
+    same for the comparison chooser, `fresh_verdict` for the verdict reader and `fresh_choices` for
+    the choice reader.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -219,7 +221,8 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    model.load_state_dict(_grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict), assign=True)
+    grown = _grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices)
+    model.load_state_dict(grown, assign=True)
     return model.eval(), meta
 
 
@@ -230,6 +233,7 @@ def _grown_state(
     folder: Path | None = None,
     fresh_comparer: bool = False,
     fresh_verdict: bool = False,
+    fresh_choices: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -257,6 +261,10 @@ def _grown_state(
             del state[k]
     if cfg.reads_verdicts:
         _fit_verdict_state(state, cfg.verdict_rank, cfg.verdict_wide, fresh_verdict, folder)
+    if cfg.reads_choices:
+        from ..reader.choice_reader import ChoiceReader
+
+        _fit_part_state(state, "choice_reader", ChoiceReader, fresh_choices, folder, "fit-choices")
     return state
 
 

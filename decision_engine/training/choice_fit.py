@@ -1,0 +1,149 @@
+"""Fitting the choice reader (`reader/choice_reader.py`) on the boolean and enum questions of
+generated training groups, beside a frozen reader: every vector comes from the frozen base sentence
+encoder once, so the head trains in seconds an epoch."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..reader.choice_reader import DIM, ChoiceReader, choice_text, reads_choices
+from ..retrieval.context import SPAN_CHARS
+from ..retrieval.embedder import SpanEmbedder
+from ..retrieval.spans import split_spans
+from .generated_fit import fit_on_generated
+
+CHOICES_SEED = 10_000  # the choice reader's generated groups: apart from the reader's, the choosers' and calibration's
+BATCH = 32
+LEARNING_RATE = 1e-3
+
+
+@dataclass(frozen=True)
+class ChoiceExample:
+    question: torch.Tensor  # (D,)
+    spans: torch.Tensor  # (N, D) the document's spans
+    choices: torch.Tensor  # (K, D)
+    answer: int  # index of the gold choice
+
+
+def _choices(schema: dict) -> list | None:
+    if schema.get("type") == "boolean":
+        return [False, True]
+    values = schema.get("enum")
+    return list(values) if values and reads_choices(values) else None
+
+
+def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ChoiceExample]:
+    """One example per labelled boolean or enum question (hypotheses left out) of `lines`."""
+    out = []
+    for line in lines:
+        text = line["document"]["text"]
+        asked = [(q, c) for q in line["questions"] if (c := _choices(q["schema"])) is not None]
+        labels = line.get("labels", {})
+        asked = [(q, c) for q, c in asked if q["id"] in labels]
+        if not asked:
+            continue
+        spans = embedder.embed_spans(text, split_spans(text, SPAN_CHARS))
+        questions = embedder.embed_questions([q["text"] for q, _ in asked])
+        for (q, choices), vector in zip(asked, questions):
+            label = labels[q["id"]]
+            gold = [i for i, c in enumerate(choices) if c == label and type(c) is type(label)]
+            if gold:
+                out.append(ChoiceExample(vector, spans, embedder.embed_questions([choice_text(c) for c in choices]), gold[0]))
+    return out
+
+
+def collate(examples: Sequence[ChoiceExample]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """The reader's five inputs for a batch (spans and choices padded), and the gold choices."""
+    n = max(len(e.spans) for e in examples)
+    k = max(len(e.choices) for e in examples)
+    batch = len(examples)
+    spans, span_mask = torch.zeros((batch, n, DIM)), torch.zeros((batch, n), dtype=torch.bool)
+    choices, choice_mask = torch.zeros((batch, k, DIM)), torch.zeros((batch, k), dtype=torch.bool)
+    for row, e in enumerate(examples):
+        spans[row, : len(e.spans)] = e.spans
+        span_mask[row, : len(e.spans)] = True
+        choices[row, : len(e.choices)] = e.choices
+        choice_mask[row, : len(e.choices)] = True
+    questions = torch.stack([e.question for e in examples])
+    return (questions, spans, span_mask, choices, choice_mask), torch.tensor([e.answer for e in examples])
+
+
+def choice_accuracy(reader: ChoiceReader, examples: Sequence[ChoiceExample]) -> dict:
+    """The share of examples whose most likely choice is the gold one."""
+    was_training = reader.training
+    reader.eval()
+    right = 0
+    with torch.no_grad():
+        for start in range(0, len(examples), 256):
+            inputs, answers = collate(examples[start : start + 256])
+            right += int((reader(*inputs).argmax(dim=-1) == answers).sum())
+    reader.train(was_training)
+    return {"accuracy": right / len(examples) if examples else 0.0}
+
+
+def train_choice_reader(
+    reader: ChoiceReader, examples: Sequence[ChoiceExample], epochs: int, seed: int, log: Callable[[str], None] = print
+) -> dict:
+    """Cross-entropy over each question's choices, AdamW, batches of `BATCH`, `epochs` passes."""
+    if not examples:
+        raise ValueError("no boolean or enum questions to fit the choice reader on")
+    before = choice_accuracy(reader, examples)
+    optimiser = torch.optim.AdamW(reader.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    order = list(range(len(examples)))
+    shuffle = random.Random(seed)
+    reader.train()
+    for epoch in range(epochs):
+        shuffle.shuffle(order)
+        total = 0.0
+        for start in range(0, len(order), BATCH):
+            inputs, answers = collate([examples[i] for i in order[start : start + BATCH]])
+            loss = torch.nn.functional.cross_entropy(reader(*inputs), answers)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(answers)
+        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
+            log(f"choice reader epoch {epoch + 1}/{epochs}: loss {total / len(order):.4f}")
+    after = choice_accuracy(reader, examples)
+    log(f"choice reader accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+
+
+def add_choice_reader(
+    folder: Path,
+    out: Path,
+    groups: int,
+    epochs: int,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    held_out: Sequence[dict] = (),
+    int8_parts: Sequence[str] = (),
+) -> dict:
+    """A copy of the checkpoint in `folder`, written to `out`, with a choice reader fitted on the
+    boolean and enum questions of `groups` generated training groups beside its unchanged reader;
+    returns the fit's summary (with `held_out` accuracy where lines are given). `int8_parts` names
+    parts of the checkpoint to store in int8 from now on (room for it under the size cap)."""
+    from dataclasses import replace
+
+    from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
+
+    saved, meta = checkpoint_config(folder)
+    model, meta = load_checkpoint(folder, cfg=replace(saved, reads_choices=True), fresh_choices=True)
+    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
+        raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
+    torch.manual_seed(seed)
+    model.choice_reader = ChoiceReader()  # drawn from the seed, whatever the loader left
+    fitted = fit_on_generated(
+        model.choice_reader, what="boolean and enum questions", groups=groups, epochs=epochs, seed=seed,
+        first_seed=CHOICES_SEED, examples_of=choice_examples, train=train_choice_reader, accuracy=choice_accuracy,
+        log=log, held_out=held_out,
+    )
+    if int8_parts:
+        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
+    save_refitted(model, meta, out, folder, "choice_reader", fitted)
+    return fitted

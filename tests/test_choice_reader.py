@@ -1,0 +1,198 @@
+"""The choice reader: boolean and enum slots weighed by a head over the document's sentence vectors."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import FakeModel
+from decision_engine.decoding.grounded_space import CHOICE_BASE, GroundedSpace
+from decision_engine.decoding.layout import LeadingContext
+from decision_engine.engine import DecisionEngine
+from decision_engine.reader.choice_reader import DIM, ChoiceReader, choice_text, reads_choices
+from decision_engine.training.choice_fit import ChoiceExample, choice_accuracy, train_choice_reader
+from decision_engine.types import AnswerSchema, DecisionRequest, Document, Question
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_absence_gate import NLI, leaning_logits  # noqa: E402
+
+BOOLEAN = AnswerSchema(type="boolean")
+ENUM = AnswerSchema(type="string", enum=["approve", "escalate", "hold"])
+
+
+@pytest.mark.parametrize(
+    "choices, read",
+    [([False, True], True), (["approve", "hold"], True), (["yes", "no", "not mentioned"], True), (NLI, False), (["only"], False)],
+)
+def test_booleans_and_enums_are_read_but_hypotheses_are_left_to_the_verdict_reader(choices, read):
+    assert reads_choices(choices) is read
+
+
+def test_choices_are_read_as_their_words():
+    assert [choice_text(c) for c in (True, False, "open tender")] == ["yes", "no", "open tender"]
+
+
+def test_log_probs_cover_each_questions_own_choices_and_nothing_to_read_means_no_opinion():
+    torch.manual_seed(0)
+    reader = ChoiceReader().eval()
+    questions, spans = torch.randn(2, DIM), torch.randn(5, DIM)
+    read = reader.log_probs(questions, spans, [torch.randn(2, DIM), torch.randn(3, DIM)])
+    assert [len(r) for r in read] == [2, 3]
+    assert all(sum(torch.tensor(r).exp()) == pytest.approx(1.0, abs=1e-5) for r in read)
+    assert reader.log_probs(questions, torch.zeros(0, DIM), [torch.randn(2, DIM), torch.randn(3, DIM)]) == [[0.0] * 2, [0.0] * 3]
+
+
+class FakeEmbedder:
+    """Fixed vectors per text, and a record of the documents whose spans were asked for."""
+
+    def __init__(self):
+        self.documents = []
+
+    @staticmethod
+    def _vector(text: str) -> torch.Tensor:
+        return torch.randn(DIM, generator=torch.Generator().manual_seed(sum(map(ord, text))))
+
+    def embed_spans(self, document, spans):
+        self.documents.append(document)
+        return torch.stack([self._vector(document[s.start : s.end]) for s in spans])
+
+    def embed_questions(self, texts):
+        return torch.stack([self._vector(t) for t in texts])
+
+
+class EmbeddingContext(LeadingContext):
+    """The leading context with an embedder, as a span pointer's context has."""
+
+    def __init__(self, vocab):
+        super().__init__(vocab)
+        self.embedder = FakeEmbedder()
+
+
+class SureOf:
+    """A choice reader stand-in sure of each question's first or last choice; records how many it read."""
+
+    def __init__(self, last: bool = True):
+        self.last, self.asked = last, []
+
+    def log_probs(self, questions, spans, choices):
+        self.asked.append(len(questions))
+        sure = [[-12.0] * (len(c) - 1) + [0.0] for c in choices]
+        return sure if self.last else [row[::-1] for row in sure]
+
+
+def mixed_request(mode: str) -> DecisionRequest:
+    questions = [
+        Question(id="flag", text="Was the file encrypted?", schema=BOOLEAN),
+        Question(id="outcome", text="What should the bank decide?", schema=ENUM),
+        Question(id="h", text="Hypothesis.", schema=AnswerSchema(type="string", enum=NLI)),
+    ]
+    return DecisionRequest(document=Document(text="The file was encrypted. Onboarding is on hold."), questions=questions, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["joint", "independent", "sequential"])
+def test_a_sure_choice_reader_turns_boolean_and_enum_answers_and_leaves_hypotheses_alone(vocab, mode):
+    answers = {}
+    for last in (False, True):
+        model = FakeModel(vocab, leaning_logits(vocab))  # leans to "entailment", no opinion elsewhere
+        model.choice_reader = SureOf(last)
+        context = EmbeddingContext(vocab)
+        response = DecisionEngine(model, context=context).decide(mixed_request(mode))
+        answers[last] = [a.value for a in response.answers]
+        assert sum(model.choice_reader.asked) == 2  # the boolean and the enum, never the hypothesis
+        assert set(context.embedder.documents) == {mixed_request(mode).document.text}
+    assert answers[False] == [True, "approve", "entailment"]  # booleans are (true, false)
+    assert answers[True] == [False, "hold", "entailment"]
+
+
+def test_a_compared_boolean_takes_the_bias_only_once_its_comparison_hands_it_to_the_reader(vocab):
+    from decision_engine.decoding.slot_space import build_space
+    from decision_engine.rules import RuleSet
+
+    rules = RuleSet.compile([BOOLEAN], ["flag"], [])
+    inner = build_space(BOOLEAN, vocab, rules.classes[0], "flag")
+    grounded = GroundedSpace(inner, [False, True], torch.zeros(3))
+    assert grounded.choice_bias is None and grounded.token_bias([None, None], 1) == {}
+    inner.choice_bias = [-3.0, 1.0]
+    assert grounded.choice_bias == [-3.0, 1.0]
+    assert grounded.token_bias([None, None], 0) == {}  # the choice position is the comparison's
+    assert grounded.token_bias([CHOICE_BASE, None], 1) == {}  # a compared value was chosen
+    written = grounded.token_bias([grounded.write_id, None], 1)
+    assert written == inner.token_bias([None], 0) and sorted(written.values()) == [-3.0, 1.0]
+
+
+def test_a_biased_enum_keeps_its_own_calibration_map(vocab):
+    from decision_engine.engine import calibration_kind
+
+    model = FakeModel(vocab, leaning_logits(vocab))
+    model.choice_reader = SureOf()
+    engine = DecisionEngine(model, context=EmbeddingContext(vocab))
+    layout = engine.prepare(mixed_request("joint"), "joint")
+    assert [calibration_kind(layout, i) for i in range(2)] == ["boolean", "enum"]
+
+
+def toy_examples(count: int, seed: int) -> list[ChoiceExample]:
+    """One question whose answer is the choice whose vector one of the document's spans carries."""
+    fixed = torch.Generator().manual_seed(0)
+    choices = torch.nn.functional.normalize(torch.randn(3, DIM, generator=fixed), dim=-1)
+    question = torch.nn.functional.normalize(torch.randn(DIM, generator=fixed), dim=-1)
+    generator = torch.Generator().manual_seed(seed)
+    draw = random.Random(seed)
+    out = []
+    for _ in range(count):
+        answer = draw.randrange(3)
+        spans = 0.3 * torch.randn(4, DIM, generator=generator) / DIM**0.5
+        spans[draw.randrange(4)] += choices[answer]
+        out.append(ChoiceExample(question, spans, choices, answer))
+    return out
+
+
+def test_training_learns_to_read_the_answer_from_the_spans():
+    torch.manual_seed(0)
+    reader = ChoiceReader()
+    fitted = train_choice_reader(reader, toy_examples(400, 0), epochs=15, seed=0, log=lambda line: None)
+    assert fitted["before"]["accuracy"] < 0.6
+    held_out = toy_examples(200, 1)
+    assert fitted["after"]["accuracy"] > 0.9 and choice_accuracy(reader, held_out)["accuracy"] > 0.9
+
+
+def test_training_without_questions_is_refused():
+    with pytest.raises(ValueError, match="no boolean or enum questions"):
+        train_choice_reader(ChoiceReader(), [], epochs=1, seed=0)
+
+
+def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alone(tmp_path, capsys):
+    from decision_engine.cli import main
+    from decision_engine.factory import build_engine
+    from decision_engine.model.loader import load_checkpoint
+    from decision_engine.models import BUNDLED_WEIGHTS, open_model
+
+    out = tmp_path / "choices"
+    assert main(["fit-choices", "--out", str(out), "--groups", "0"]) == 2
+    assert "--groups" in capsys.readouterr().err
+    assert main(["fit-choices", "--out", str(out), "--groups", "2", "--epochs", "1", "--int8", "no_such_part"]) == 2
+    assert "no part 'no_such_part'" in capsys.readouterr().err
+    assert main(["fit-choices", "--out", str(out), "--groups", "3", "--epochs", "2", "--int8", "comparison_chooser"]) == 0
+    fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert fitted["examples"] > 0 and fitted["epochs"] == 2 and fitted["groups"] == 3
+    before, _ = load_checkpoint(BUNDLED_WEIGHTS)
+    after, meta = load_checkpoint(out)
+    assert meta["config"]["reads_choices"] and "comparison_chooser" in meta["stored_in_int8"]
+    assert meta["training"]["choice_reader"]["examples"] == fitted["examples"]
+    kept = {k: v for k, v in after.state_dict().items() if not k.startswith(("choice_reader.", "comparison_chooser."))}
+    assert all(torch.equal(v, before.state_dict()[k]) for k, v in kept.items())
+    request = DecisionRequest(
+        document=Document(text="The file was not encrypted. Screening found no politically exposed person."),
+        questions=[
+            Question(id="encrypted", text="Was the file encrypted?", schema=BOOLEAN),
+            Question(id="pep", text="Did screening find a PEP?", schema=AnswerSchema(type="string", enum=["yes", "no", "not mentioned"])),
+        ],
+    )
+    model = open_model(out)
+    assert model.choice_reader is not None
+    response = build_engine(model=model).decide(request)
+    assert response.answers[0].value in (True, False) and response.answers[1].value in ("yes", "no", "not mentioned")
