@@ -4,7 +4,6 @@ encoder once, so the head trains in seconds an epoch."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from ..reader.choice_reader import DIM, ChoiceReader, choice_text, reads_choices
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.embedder import SpanEmbedder
 from ..retrieval.spans import split_spans
-from .generated_fit import fit_on_generated
+from .generated_fit import fit_on_generated, train_epochs
 
 CHOICES_SEED = 10_000  # the choice reader's generated groups: apart from the reader's, the choosers' and calibration's
 BATCH = 32
@@ -92,26 +91,16 @@ def train_choice_reader(
     """Cross-entropy over each question's choices, AdamW, batches of `BATCH`, `epochs` passes."""
     if not examples:
         raise ValueError("no boolean or enum questions to fit the choice reader on")
-    before = choice_accuracy(reader, examples)
-    optimiser = torch.optim.AdamW(reader.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
-    order = list(range(len(examples)))
-    shuffle = random.Random(seed)
     reader.train()
-    for epoch in range(epochs):
-        shuffle.shuffle(order)
-        total = 0.0
-        for start in range(0, len(order), BATCH):
-            inputs, answers = collate([examples[i] for i in order[start : start + BATCH]])
-            loss = torch.nn.functional.cross_entropy(reader(*inputs), answers)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            total += loss.item() * len(answers)
-        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
-            log(f"choice reader epoch {epoch + 1}/{epochs}: loss {total / len(order):.4f}")
-    after = choice_accuracy(reader, examples)
-    log(f"choice reader accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
-    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+    return train_epochs(
+        reader, examples, epochs, seed, what="choice reader", loss_of=_batch_loss, accuracy=choice_accuracy,
+        batch=BATCH, learning_rate=LEARNING_RATE, log=log,
+    )
+
+
+def _batch_loss(reader: ChoiceReader, examples: Sequence[ChoiceExample]) -> torch.Tensor:
+    inputs, answers = collate(examples)
+    return torch.nn.functional.cross_entropy(reader(*inputs), answers)
 
 
 def add_choice_reader(

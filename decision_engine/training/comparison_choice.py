@@ -9,7 +9,6 @@ the reader.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from ..reader.comparison_chooser import (
 )
 from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
 from ..retrieval.embedder import SpanEmbedder
-from .generated_fit import fit_on_generated, model_pointer
+from .generated_fit import fit_on_generated, model_pointer, train_epochs
 
 BATCH = 32
 COMPARER_SEED = 8_000  # the comparer's generated groups: apart from the reader's and the value chooser's
@@ -123,26 +122,16 @@ def train_comparer(
     log: Callable[[str], None] = print,
 ) -> dict:
     """Fit the chooser to the examples; returns its accuracy on them before and after."""
-    before = comparison_accuracy(chooser, examples)
-    rng = random.Random(seed)
-    optimiser = torch.optim.AdamW(chooser.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    order = list(range(len(examples)))
-    for epoch in range(epochs):
-        rng.shuffle(order)
-        total = 0.0
-        for first in range(0, len(order), BATCH):
-            inputs, answers = collate([examples[i] for i in order[first : first + BATCH]])
-            habit = torch.sigmoid(chooser.prior(inputs[0])).squeeze(-1)
-            loss = comparison_loss(chooser(*inputs), answers, habit)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            total += loss.item() * len(answers)
-        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
-            log(f"comparer epoch {epoch + 1}/{epochs}: loss {total / max(len(order), 1):.4f}")
-    after = comparison_accuracy(chooser, examples)
-    log(f"comparer accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
-    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+    return train_epochs(
+        chooser, examples, epochs, seed, what="comparer", loss_of=_batch_loss, accuracy=comparison_accuracy,
+        batch=BATCH, learning_rate=learning_rate, weight_decay=weight_decay, log=log,
+    )
+
+
+def _batch_loss(chooser: ComparisonChooser, examples: Sequence[ComparisonExample]) -> torch.Tensor:
+    inputs, answers = collate(examples)
+    habit = torch.sigmoid(chooser.prior(inputs[0])).squeeze(-1)
+    return comparison_loss(chooser(*inputs), answers, habit)
 
 
 def fit_comparison_chooser(

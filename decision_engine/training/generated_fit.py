@@ -4,6 +4,7 @@ them, frozen, and measured on held-out lines where given."""
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Sequence
 
@@ -61,3 +62,41 @@ def fit_on_generated(
         fitted["held_out"] = {"questions": len(checked), **accuracy(part, checked)}
         log(f"accuracy on {len(checked)} held-out {what}: {fitted['held_out']['accuracy']:.3f}")
     return {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
+
+
+def train_epochs(
+    part: torch.nn.Module,
+    examples: Sequence,
+    epochs: int,
+    seed: int,
+    *,
+    what: str,
+    loss_of: Callable,
+    accuracy: Callable,
+    batch: int,
+    learning_rate: float,
+    weight_decay: float = 1e-2,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """AdamW over `examples` in shuffled batches of `batch` for `epochs` passes, where
+    `loss_of(part, batch_examples)` gives a batch's mean loss; returns `accuracy(part, examples)` on
+    them before and after. `what` names the part in the log."""
+    before = accuracy(part, examples)
+    rng = random.Random(seed)
+    optimiser = torch.optim.AdamW(part.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    order = list(range(len(examples)))
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        total = 0.0
+        for first in range(0, len(order), batch):
+            chunk = [examples[i] for i in order[first : first + batch]]
+            loss = loss_of(part, chunk)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(chunk)
+        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
+            log(f"{what} epoch {epoch + 1}/{epochs}: loss {total / max(len(order), 1):.4f}")
+    after = accuracy(part, examples)
+    log(f"{what} accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}

@@ -28,7 +28,7 @@ from ..reader.value_chooser import (
 )
 from ..retrieval.embedder import SpanEmbedder
 from .config import CHOOSER_CUES
-from .generated_fit import fit_on_generated, model_pointer
+from .generated_fit import fit_on_generated, model_pointer, train_epochs
 from ..types import AnswerSchema
 
 BATCH = 64
@@ -157,25 +157,15 @@ def train_chooser(
     log: Callable[[str], None] = print,
 ) -> dict:
     """Fit the chooser to the examples; returns its accuracy on them before and after."""
-    before = choice_accuracy(chooser, examples)
-    rng = random.Random(seed)
-    optimiser = torch.optim.AdamW(chooser.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    order = list(range(len(examples)))
-    for epoch in range(epochs):
-        rng.shuffle(order)
-        total = 0.0
-        for first in range(0, len(order), BATCH):
-            *inputs, target = collate([examples[i] for i in order[first : first + BATCH]])
-            loss = choice_loss(chooser(*inputs), target)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            total += loss.item() * len(target)
-        if (epoch + 1) % 5 == 0 or epoch + 1 == epochs:
-            log(f"chooser epoch {epoch + 1}/{epochs}: loss {total / max(len(order), 1):.4f}")
-    after = choice_accuracy(chooser, examples)
-    log(f"chooser accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
-    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after}
+    return train_epochs(
+        chooser, examples, epochs, seed, what="chooser", loss_of=_batch_loss, accuracy=choice_accuracy,
+        batch=BATCH, learning_rate=learning_rate, weight_decay=weight_decay, log=log,
+    )
+
+
+def _batch_loss(chooser: ValueChooser, examples: Sequence[ChoiceExample]) -> torch.Tensor:
+    *inputs, target = collate(examples)
+    return choice_loss(chooser(*inputs), target)
 
 
 def train_choosers(
