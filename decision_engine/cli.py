@@ -304,7 +304,10 @@ def _fit_choices(args: argparse.Namespace) -> int:
     from .training.choice_fit import add_choice_reader
 
     int8 = [part for part in (args.int8 or "").split(",") if part]
-    return _fit_part(args, functools.partial(add_choice_reader, int8_parts=int8))
+    if args.readers < 1:
+        print("error: --readers must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(args, functools.partial(add_choice_reader, int8_parts=int8, readers=args.readers))
 
 
 def _fit_part(args: argparse.Namespace, fit) -> int:
@@ -511,6 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fit_arguments(choosing, 'checkpoint folder, or "bundled" (default)', "its choice reader", 20, "boolean and enum questions")
     choosing.add_argument(
         "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "comparison_chooser"'
+    )
+    choosing.add_argument(
+        "--readers", type=int, default=3,
+        help="heads fitted alike from seeds S, S+1, ..., their log-probabilities averaged (default 3, as bundled)",
     )
     choosing.set_defaults(func=_fit_choices)
 

@@ -176,12 +176,15 @@ def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert "--groups" in capsys.readouterr().err
     assert main(["fit-choices", "--out", str(out), "--groups", "2", "--epochs", "1", "--int8", "no_such_part"]) == 2
     assert "no part 'no_such_part'" in capsys.readouterr().err
-    assert main(["fit-choices", "--out", str(out), "--groups", "3", "--epochs", "2", "--int8", "comparison_chooser"]) == 0
+    assert main(["fit-choices", "--out", str(out), "--groups", "2", "--readers", "0"]) == 2
+    assert "--readers" in capsys.readouterr().err
+    assert main(["fit-choices", "--out", str(out), "--groups", "3", "--epochs", "2", "--readers", "2", "--int8", "comparison_chooser"]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["examples"] > 0 and fitted["epochs"] == 2 and fitted["groups"] == 3
     before, _ = load_checkpoint(BUNDLED_WEIGHTS)
     after, meta = load_checkpoint(out)
-    assert meta["config"]["reads_choices"] and "comparison_chooser" in meta["stored_in_int8"]
+    assert meta["config"]["reads_choices"] and meta["config"]["choice_readers"] == 2
+    assert "comparison_chooser" in meta["stored_in_int8"] and len(fitted["members"]) == 2
     assert meta["training"]["choice_reader"]["examples"] == fitted["examples"]
     kept = {k: v for k, v in after.state_dict().items() if not k.startswith(("choice_reader.", "comparison_chooser."))}
     assert all(torch.equal(v, before.state_dict()[k]) for k, v in kept.items())
@@ -196,3 +199,30 @@ def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert model.choice_reader is not None
     response = build_engine(model=model).decide(request)
     assert response.answers[0].value in (True, False) and response.answers[1].value in ("yes", "no", "not mentioned")
+
+
+def test_an_ensemble_reads_as_the_mean_of_its_members_log_probabilities():
+    from decision_engine.reader.choice_reader import ChoiceReaderEnsemble, choice_reader
+
+    torch.manual_seed(0)
+    ensemble = choice_reader(2).eval()
+    assert isinstance(ensemble, ChoiceReaderEnsemble) and isinstance(choice_reader(1), ChoiceReader)
+    questions, spans, choices = torch.randn(2, DIM), torch.randn(4, DIM), [torch.randn(2, DIM), torch.randn(3, DIM)]
+    each = [m.log_probs(questions, spans, choices) for m in ensemble.members]
+    for row, read in enumerate(ensemble.log_probs(questions, spans, choices)):
+        mean = (torch.tensor(each[0][row]) + torch.tensor(each[1][row])) / 2
+        assert torch.allclose(torch.tensor(read), torch.log_softmax(mean, dim=-1), atol=1e-5)
+    with pytest.raises(ValueError, match="at least one"):
+        choice_reader(0)
+
+
+def test_an_ensembles_members_are_fitted_from_their_own_seeds():
+    from decision_engine.reader.choice_reader import choice_reader
+    from decision_engine.training.choice_fit import train_choice_readers
+
+    torch.manual_seed(0)
+    ensemble = choice_reader(2)
+    fitted = train_choice_readers(ensemble, toy_examples(200, 0), epochs=5, seed=0, log=lambda line: None)
+    assert len(fitted["members"]) == 2 and fitted["after"]["accuracy"] > fitted["before"]["accuracy"]
+    first, second = (dict(m.named_parameters())["query.weight"] for m in ensemble.members)
+    assert not torch.equal(first, second)

@@ -262,9 +262,10 @@ def _grown_state(
     if cfg.reads_verdicts:
         _fit_verdict_state(state, cfg.verdict_rank, cfg.verdict_wide, fresh_verdict, folder)
     if cfg.reads_choices:
-        from ..reader.choice_reader import ChoiceReader
+        from ..reader.choice_reader import choice_reader
 
-        _fit_part_state(state, "choice_reader", ChoiceReader, fresh_choices, folder, "fit-choices")
+        count = cfg.choice_readers
+        _fit_part_state(state, "choice_reader", lambda: choice_reader(count), fresh_choices, folder, "fit-choices")
     return state
 
 

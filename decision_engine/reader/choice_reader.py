@@ -10,9 +10,10 @@ heads), and the pooled evidence with the question scores each choice through its
 an enum it never saw still gets an answer.
 
 Its log-probabilities are added, per choice, to the odds of a boolean or enum slot (the slot's
-`choice_bias`; for a boolean a comparison may answer, only where the comparison hands the slot to
-the reader), so the answer is the product of the reader's and this head's beliefs. Hypothesis slots
-keep the verdict reader (`verdict_reader.py`). `training/choice_fit.py` fits it.
+`choice_bias`; for a boolean a comparison may answer, also to the comparison's false and true), so
+the answer is the product of the reader's and this head's beliefs. Hypothesis slots keep the verdict
+reader (`verdict_reader.py`). Several heads fitted alike from different seeds may stand as one
+(`ChoiceReaderEnsemble`, the mean of their log-probabilities). `training/choice_fit.py` fits it.
 """
 
 from __future__ import annotations
@@ -101,3 +102,32 @@ class ChoiceReader(nn.Module):
         )
         read = torch.log_softmax(logits.float(), dim=-1).cpu()
         return [read[row, : len(c)].tolist() for row, c in enumerate(choices)]
+
+
+class ChoiceReaderEnsemble(nn.Module):
+    """Choice readers fitted alike from different seeds, read as one: the mean of their log-probabilities."""
+
+    def __init__(self, count: int):
+        super().__init__()
+        self.members = nn.ModuleList(ChoiceReader() for _ in range(count))
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """(B, K) the members' mean log-probabilities (ChoiceReader.forward's inputs)."""
+        return torch.stack([torch.log_softmax(m(*inputs), dim=-1) for m in self.members]).mean(dim=0)
+
+    @torch.no_grad()
+    def log_probs(self, questions: torch.Tensor, spans: torch.Tensor, choices: Sequence[torch.Tensor]) -> list[list[float]]:
+        """As ChoiceReader.log_probs, from the members' mean log-probabilities, normalised again."""
+        reads = [m.log_probs(questions, spans, choices) for m in self.members]
+        out = []
+        for per_member in zip(*reads):
+            mean = torch.tensor(per_member).mean(dim=0)
+            out.append(torch.log_softmax(mean, dim=-1).tolist())
+        return out
+
+
+def choice_reader(count: int = 1) -> nn.Module:
+    """One choice reader, or an ensemble of `count`."""
+    if count < 1:
+        raise ValueError("a choice reader needs at least one head")
+    return ChoiceReader() if count == 1 else ChoiceReaderEnsemble(count)

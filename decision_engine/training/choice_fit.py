@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..reader.choice_reader import DIM, ChoiceReader, choice_text, reads_choices
+from ..reader.choice_reader import DIM, ChoiceReader, ChoiceReaderEnsemble, choice_reader, choice_text, reads_choices
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.embedder import SpanEmbedder
 from ..retrieval.spans import split_spans
@@ -72,7 +72,7 @@ def collate(examples: Sequence[ChoiceExample]) -> tuple[tuple[torch.Tensor, ...]
     return (questions, spans, span_mask, choices, choice_mask), torch.tensor([e.answer for e in examples])
 
 
-def choice_accuracy(reader: ChoiceReader, examples: Sequence[ChoiceExample]) -> dict:
+def choice_accuracy(reader: ChoiceReader | ChoiceReaderEnsemble, examples: Sequence[ChoiceExample]) -> dict:
     """The share of examples whose most likely choice is the gold one."""
     was_training = reader.training
     reader.eval()
@@ -103,6 +103,24 @@ def _batch_loss(reader: ChoiceReader, examples: Sequence[ChoiceExample]) -> torc
     return torch.nn.functional.cross_entropy(reader(*inputs), answers)
 
 
+def train_choice_readers(
+    reader: ChoiceReader | ChoiceReaderEnsemble,
+    examples: Sequence[ChoiceExample],
+    epochs: int,
+    seed: int,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """`train_choice_reader` for one reader, or for each member of an ensemble in turn (member i with
+    seed + i), then the ensemble's accuracy on the examples before and after."""
+    if not isinstance(reader, ChoiceReaderEnsemble):
+        return train_choice_reader(reader, examples, epochs, seed, log)
+    before = choice_accuracy(reader, examples)
+    members = [train_choice_reader(m, examples, epochs, seed + i, log) for i, m in enumerate(reader.members)]
+    after = choice_accuracy(reader, examples)
+    log(f"choice readers together on their training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
+    return {"examples": len(examples), "epochs": epochs, "before": before, "after": after, "members": members}
+
+
 def add_choice_reader(
     folder: Path,
     out: Path,
@@ -112,24 +130,28 @@ def add_choice_reader(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     int8_parts: Sequence[str] = (),
+    readers: int = 1,
 ) -> dict:
-    """A copy of the checkpoint in `folder`, written to `out`, with a choice reader fitted on the
-    boolean and enum questions of `groups` generated training groups beside its unchanged reader;
-    returns the fit's summary (with `held_out` accuracy where lines are given). `int8_parts` names
-    parts of the checkpoint to store in int8 from now on (room for it under the size cap)."""
+    """A copy of the checkpoint in `folder`, written to `out`, with a choice reader (`readers` heads
+    from seeds `seed`, `seed + 1`, ..., averaged) fitted on the boolean and enum questions of `groups`
+    generated training groups beside its unchanged reader; returns the fit's summary (with
+    `held_out` accuracy where lines are given). `int8_parts` names parts of the checkpoint to store
+    in int8 from now on (room for it under the size cap)."""
     from dataclasses import replace
 
     from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
 
     saved, meta = checkpoint_config(folder)
-    model, meta = load_checkpoint(folder, cfg=replace(saved, reads_choices=True), fresh_choices=True)
+    if readers < 1:
+        raise ValueError("--readers must be at least 1")
+    model, meta = load_checkpoint(folder, cfg=replace(saved, reads_choices=True, choice_readers=readers), fresh_choices=True)
     if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
         raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
     torch.manual_seed(seed)
-    model.choice_reader = ChoiceReader()  # drawn from the seed, whatever the loader left
+    model.choice_reader = choice_reader(readers)  # drawn from the seed, whatever the loader left
     fitted = fit_on_generated(
         model.choice_reader, what="boolean and enum questions", groups=groups, epochs=epochs, seed=seed,
-        first_seed=CHOICES_SEED, examples_of=choice_examples, train=train_choice_reader, accuracy=choice_accuracy,
+        first_seed=CHOICES_SEED, examples_of=choice_examples, train=train_choice_readers, accuracy=choice_accuracy,
         log=log, held_out=held_out,
     )
     if int8_parts:
