@@ -310,6 +310,15 @@ def _fit_choices(args: argparse.Namespace) -> int:
     return _fit_part(args, functools.partial(add_choice_reader, int8_parts=int8, readers=args.readers))
 
 
+def _fit_cross(args: argparse.Namespace) -> int:
+    from .training.cross_fit import add_cross_reader
+
+    if args.rank < 1:
+        print("error: --rank must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(args, functools.partial(add_cross_reader, rank=args.rank))
+
+
 def _fit_part(args: argparse.Namespace, fit) -> int:
     """Fit one chooser onto a checkpoint (`fit(folder, out, groups, epochs, seed, log=, held_out=)`)."""
     from .model.loader import ModelLoadError
@@ -520,6 +529,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="heads fitted alike from seeds S, S+1, ..., their log-probabilities averaged (default 3, as bundled)",
     )
     choosing.set_defaults(func=_fit_choices)
+
+    crossing = sub.add_parser(
+        "fit-cross", help="fit a cross reader onto a checkpoint: each boolean or enum question, its choices and its evidence read as one text"
+    )
+    _add_fit_arguments(crossing, 'checkpoint folder with a span pointer, or "bundled" (default)', "its cross reader", 2, "boolean and enum questions")
+    crossing.add_argument("--rank", type=int, default=8, help="rank of the updates of the base encoder's projections")
+    crossing.set_defaults(func=_fit_cross)
 
     pointing = sub.add_parser("fit-pointer", help="fit a checkpoint's span pointer again on ContractNLI gold evidence")
     pointing.add_argument("--model", default="bundled", help='checkpoint folder, or "bundled" (default)')

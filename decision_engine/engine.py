@@ -110,7 +110,7 @@ class DecisionEngine:
                 request, mode, model.vocab, self.context, model.max_positions, self.context_tokens, self.limits,
                 reads_documents=model.reads_documents, grounder=self.grounder,
                 gate=getattr(model, "absence_gate", None), verdict=getattr(model, "verdict_reader", None),
-                choices=getattr(model, "choice_reader", None),
+                choices=getattr(model, "choice_reader", None), cross=getattr(model, "cross_reader", None),
             )
 
     def _denoise(self, prepared: Sequence[Layout], prepare_ms: float) -> dict[str, float]:

@@ -88,6 +88,7 @@ class NativeBackend:
         self.comparison_chooser = model.comparison_chooser  # may answer boolean slots by a comparison (the same)
         self.verdict_reader = model.verdict_reader  # weighs in on hypothesis slots (reader/verdict_reader.py)
         self.choice_reader = model.choice_reader  # weighs in on boolean and enum slots (reader/choice_reader.py)
+        self.cross_reader = model.cross_reader  # and so does this one, reading their evidence (reader/cross_reader.py)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
         self.absence_gate = None  # shifts "not mentioned" by how strongly a passage was found (reader/absence_gate.py)
 

@@ -25,6 +25,7 @@ from .slot_space import ChoiceSpace, SlotSpace, build_space
 
 if TYPE_CHECKING:
     from ..reader.choice_reader import ChoiceReader
+    from ..reader.cross_reader import CrossReader
     from ..reader.verdict_reader import VerdictReader
 
 QUESTION_TOKENS = 96  # longest question text kept in the prefix
@@ -165,6 +166,7 @@ def lay_out(
     gate: AbsenceGate | None = None,
     verdict: VerdictReader | None = None,
     choices: ChoiceReader | None = None,
+    cross: CrossReader | None = None,
 ) -> Layout:
     """Check `request` and lay it out in `mode`: slot spaces, rules, prefixes and answer blocks.
 
@@ -176,7 +178,8 @@ def lay_out(
     found a passage for each question (`reader/absence_gate.py`); a `verdict` reader adds its
     log-probability of each verdict, read from the evidence the context builder reports for each
     question (`reader/verdict_reader.py`). A `choices` reader adds its log-probability of each choice
-    of boolean and enum slots, read from the document's span vectors (`reader/choice_reader.py`).
+    of boolean and enum slots, read from the document's span vectors (`reader/choice_reader.py`), and
+    a `cross` reader its own, read from each question's reported evidence (`reader/cross_reader.py`).
     Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
@@ -210,6 +213,7 @@ def lay_out(
         for s in slots:
             choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
             _bias_hypotheses(gate, verdict, [spaces[s]], [texts[s]], choice)  # before its block, which notes its biased positions
+            _bias_across(cross, [spaces[s]], [texts[s]], choice)
             prefix = build_prefix(vocab, [(1, questions[s])], choice.token_ids, choice.per_question)
             blocks.append(Block(group, [s], [1], prefix))
             evidence.extend(choice.evidence)
@@ -217,6 +221,7 @@ def lay_out(
     else:
         choice = context(document, texts, budget(questions, sum(lengths)))
         _bias_hypotheses(gate, verdict, spaces, texts, choice)
+        _bias_across(cross, spaces, texts, choice)
         evidence, shown = choice.evidence, _shown(choice, len(slots))
         prefix = build_prefix(vocab, [(s + 1, questions[s]) for s in slots], choice.token_ids, choice.per_question)
         blocks = [Block(group, slots, [s + 1 for s in slots], prefix, sequential=mode == "sequential")]
@@ -271,12 +276,36 @@ def _bias_choices(
     questions = embedder.embed_questions([texts[i] for i in asked])
     choices = [embedder.embed_questions([choice_text(v) for v in inner[i].values]) for i in asked]
     for i, read in zip(asked, reader.log_probs(questions, span_vectors, choices)):
-        space = inner[i]
-        space.choice_bias = [a + b for a, b in zip(space.choice_bias or [0.0] * len(read), read)]
-        if isinstance(spaces[i], GroundedSpace):  # a compared value weighs in as well: both must agree
-            outer = spaces[i]
-            for k, value in enumerate(outer.values):
-                outer.choice_logits[k] += read[space.values.index(value)]
+        _add_choice_read(spaces[i], read)
+
+
+def _bias_across(cross: CrossReader | None, spaces: Sequence[SlotSpace], texts: Sequence[str], choice: ContextChoice) -> None:
+    """Add the cross reader's log-probabilities, read from each question's reported evidence, to the
+    odds of each boolean and enum slot it reads (as `_bias_choices` adds the choice reader's)."""
+    if cross is None or not choice.evidence:
+        return
+    from ..reader.cross_reader import reads_across
+
+    inner = [getattr(space, "inner", space) for space in spaces]
+    asked = [i for i, space in enumerate(inner) if isinstance(space, ChoiceSpace) and reads_across(space.values)]
+    if not asked:
+        return
+    read = cross.choice_log_probs(
+        [texts[i] for i in asked], [inner[i].values for i in asked], [[e.text for e in choice.evidence[i]] for i in asked]
+    )
+    for i, log_probs in zip(asked, read):
+        _add_choice_read(spaces[i], log_probs)
+
+
+def _add_choice_read(space: SlotSpace, read: Sequence[float]) -> None:
+    """Add per-choice log-probabilities to a boolean or enum slot's odds; for a compared boolean
+    (a `GroundedSpace`) to the comparison's false and true as well, so a compared answer needs the
+    two to agree, and to the reader's own choice, which counts where the comparison hands over."""
+    inner = getattr(space, "inner", space)
+    inner.choice_bias = [a + b for a, b in zip(inner.choice_bias or [0.0] * len(read), read)]
+    if isinstance(space, GroundedSpace):
+        for k, value in enumerate(space.values):
+            space.choice_logits[k] += read[inner.values.index(value)]
 
 
 READ_CHARS = 200_000  # a model that reads whole documents reads this many characters; past it, the leading ones

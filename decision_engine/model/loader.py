@@ -202,6 +202,7 @@ def load_checkpoint(
     fresh_comparer: bool = False,
     fresh_verdict: bool = False,
     fresh_choices: bool = False,
+    fresh_cross: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -209,8 +210,8 @@ def load_checkpoint(
     positions are interpolated from the saved ones, and a question summary the checkpoint lacks starts
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
-    same for the comparison chooser, `fresh_verdict` for the verdict reader and `fresh_choices` for
-    the choice reader.
+    same for the comparison chooser, `fresh_verdict` for the verdict reader, `fresh_choices` for
+    the choice reader and `fresh_cross` for the cross reader.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -221,7 +222,7 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    grown = _grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices)
+    grown = _grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross)
     model.load_state_dict(grown, assign=True)
     return model.eval(), meta
 
@@ -234,6 +235,7 @@ def _grown_state(
     fresh_comparer: bool = False,
     fresh_verdict: bool = False,
     fresh_choices: bool = False,
+    fresh_cross: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -266,6 +268,11 @@ def _grown_state(
 
         count = cfg.choice_readers
         _fit_part_state(state, "choice_reader", lambda: choice_reader(count), fresh_choices, folder, "fit-choices")
+    if cfg.reads_across:
+        from ..reader.cross_reader import CrossReader
+
+        rank = cfg.cross_rank
+        _fit_part_state(state, "cross_reader", lambda: CrossReader(rank), fresh_cross, folder, "fit-cross")
     return state
 
 

@@ -46,6 +46,8 @@ class BlockDiffusionConfig:
     verdict_wide: bool = False  # with reads_verdicts: attention output and feed-forward projections updated too
     reads_choices: bool = False  # a choice reader (reader/choice_reader.py) weighs in on boolean and enum slots
     choice_readers: int = 1  # with reads_choices: heads fitted alike from different seeds, averaged
+    reads_across: bool = False  # a cross reader (reader/cross_reader.py) weighs in on boolean and enum slots
+    cross_rank: int = 8  # with reads_across: the rank of its updates of the base encoder
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
     answer_layers: bool = False  # the answer block runs layers of its own over the prefix as the frozen base encodes it
 
@@ -262,6 +264,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.choice_reader import choice_reader
 
             self.choice_reader = choice_reader(cfg.choice_readers)
+        self.cross_reader = None
+        if cfg.reads_across:
+            from ..reader.cross_reader import CrossReader
+
+            self.cross_reader = CrossReader(cfg.cross_rank)
         self.answer_layers = None
         if cfg.answer_layers:
             self.answer_layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.layers))

@@ -29,11 +29,20 @@ class ChoiceExample:
     answer: int  # index of the gold choice
 
 
-def _choices(schema: dict) -> list | None:
+def slot_choices(schema: dict) -> list | None:
+    """A boolean or enum schema's choices (hypotheses left out), or None for any other slot."""
     if schema.get("type") == "boolean":
         return [False, True]
     values = schema.get("enum")
     return list(values) if values and reads_choices(values) else None
+
+
+def gold_choice(choices: Sequence[object], labels: dict, question_id: str) -> int | None:
+    """The index of a question's labelled answer among its choices, or None (no label, or not a choice)."""
+    if question_id not in labels:
+        return None
+    label = labels[question_id]
+    return next((i for i, c in enumerate(choices) if c == label and type(c) is type(label)), None)
 
 
 def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ChoiceExample]:
@@ -41,18 +50,17 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None)
     out = []
     for line in lines:
         text = line["document"]["text"]
-        asked = [(q, c) for q in line["questions"] if (c := _choices(q["schema"])) is not None]
         labels = line.get("labels", {})
-        asked = [(q, c) for q, c in asked if q["id"] in labels]
+        asked = [
+            (q, c, gold) for q in line["questions"]
+            if (c := slot_choices(q["schema"])) is not None and (gold := gold_choice(c, labels, q["id"])) is not None
+        ]
         if not asked:
             continue
         spans = embedder.embed_spans(text, split_spans(text, SPAN_CHARS))
-        questions = embedder.embed_questions([q["text"] for q, _ in asked])
-        for (q, choices), vector in zip(asked, questions):
-            label = labels[q["id"]]
-            gold = [i for i, c in enumerate(choices) if c == label and type(c) is type(label)]
-            if gold:
-                out.append(ChoiceExample(vector, spans, embedder.embed_questions([choice_text(c) for c in choices]), gold[0]))
+        questions = embedder.embed_questions([q["text"] for q, _, _ in asked])
+        for (_, choices, gold), vector in zip(asked, questions):
+            out.append(ChoiceExample(vector, spans, embedder.embed_questions([choice_text(c) for c in choices]), gold))
     return out
 
 

@@ -62,6 +62,28 @@ def train_verdict_reader(
 ) -> list[float]:
     """Fit `reader`'s updates and head on `examples` (the base encoder frozen); returns each epoch's
     mean loss. The reader is left in eval mode, its merged encoder rebuilt on next use."""
+
+    def loss_of(encoder, tokenizer, batch: Sequence[VerdictExample]) -> torch.Tensor:
+        encoded = tokenize_pairs(tokenizer, [e.hypothesis for e in batch], [e.evidence for e in batch])
+        return nn.functional.cross_entropy(reader.logits(encoder, encoded), torch.tensor([e.verdict for e in batch]))
+
+    return train_low_rank(reader, examples, epochs, loss_of, seed, log, what="verdict reader")
+
+
+def train_low_rank(
+    reader: VerdictReader,
+    examples: Sequence,
+    epochs: int,
+    loss_of: Callable,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    what: str = "reader",
+    learning_rate: float = LEARNING_RATE,
+) -> list[float]:
+    """Fit a low-rank reader's updates and head (the base encoder frozen, its dropout on) over
+    `examples` in shuffled batches of `BATCH` at a peak `learning_rate`, `loss_of(encoder, tokenizer, batch)` giving a batch's
+    mean loss: AdamW, a short warm-up then a linear fall to zero. Returns each epoch's mean loss; the
+    reader is left in eval mode, its merged encoder rebuilt on next use. `what` names it in the log."""
     torch.manual_seed(seed)
     order = list(examples)
     shuffle = random.Random(seed).shuffle
@@ -72,9 +94,9 @@ def train_verdict_reader(
     reader.train()
     hooks = reader.attach(encoder)
     steps = epochs * max(1, -(-len(order) // BATCH))
-    optimizer = torch.optim.AdamW(reader.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(reader.parameters(), lr=learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=LEARNING_RATE, total_steps=steps, pct_start=WARMUP_SHARE, anneal_strategy="linear"
+        optimizer, max_lr=learning_rate, total_steps=steps, pct_start=WARMUP_SHARE, anneal_strategy="linear"
     )
     losses = []
     try:
@@ -83,16 +105,14 @@ def train_verdict_reader(
             started, total = time.monotonic(), 0.0
             for first in range(0, len(order), BATCH):
                 batch = order[first : first + BATCH]
-                encoded = tokenize_pairs(tokenizer, [e.hypothesis for e in batch], [e.evidence for e in batch])
-                target = torch.tensor([e.verdict for e in batch])
-                loss = nn.functional.cross_entropy(reader.logits(encoder, encoded), target)
+                loss = loss_of(encoder, tokenizer, batch)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 schedule.step()
                 total += loss.item() * len(batch)
             losses.append(total / max(len(order), 1))
-            log(f"verdict reader epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f} ({time.monotonic() - started:.0f} s)")
+            log(f"{what} epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f} ({time.monotonic() - started:.0f} s)")
     finally:
         for hook in hooks:
             hook.remove()
