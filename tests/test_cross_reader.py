@@ -41,7 +41,7 @@ def test_the_first_segment_names_each_choice_where_it_stands():
     "choices, read",
     [
         ([False, True], True), (["yes", "no", "not mentioned"], True), (NLI, False), (["only"], False),
-        ([f"choice {i}" for i in range(MAX_CHOICES + 1)], False), (["a" * 200, "b" * 60], False),
+        ([f"choice {i}" for i in range(MAX_CHOICES + 1)], False), (["a" * 100, "b" * 30], False),
     ],
 )
 def test_booleans_and_short_enums_are_read_but_not_hypotheses_or_choices_that_do_not_fit(choices, read):
@@ -57,6 +57,15 @@ def test_each_choice_is_marked_on_its_own_tokens_even_when_the_evidence_is_cut(t
     assert encoded["input_ids"].shape[1] <= MAX_TOKENS and marks.shape == (2, 3, encoded["input_ids"].shape[1])
     words = [[tokenizer.decode(encoded["input_ids"][row][marks[row, k] > 0]) for k in range(3)] for row in range(2)]
     assert words == [["yes", "no", "not mentioned"], ["full", "partial", ""]]
+
+
+def test_a_question_too_long_to_sit_beside_its_choices_is_cut_and_every_choice_kept(tokenizer):
+    question = "何" * 400  # one token per character: far more than the pair holds
+    choices = [["长" * 9 + str(i) for i in range(MAX_CHOICES - 1)] + ["x" * 10]]  # as many and as long as read
+    assert reads_across(choices[0])
+    encoded, marks = tokenize_choices(tokenizer, [question], choices, [["Some evidence."]])
+    assert encoded["input_ids"].shape[1] <= MAX_TOKENS
+    assert bool((marks[0].sum(-1) > 0).all())  # no choice lost its tokens
 
 
 def test_an_untrained_reader_gives_each_question_a_distribution_over_its_own_choices():

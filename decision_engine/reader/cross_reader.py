@@ -27,8 +27,9 @@ from .verdict_reader import DIM, MAX_TOKENS, PASSAGES, VerdictReader
 ANSWER_CUE = " Answer: "  # between the question and its choices
 CHOICE_GAP = " / "  # between two choices
 MAX_CHOICES = 12  # a slot with more choices is left to the other readers
-MAX_CHOICE_CHARS = 240  # and one whose choices are longer than this in all
+MAX_CHOICE_CHARS = 120  # and one whose choices are longer than this in all
 QUESTION_WORDS = 64  # a longer question is read up to this many words
+FIRST_TOKENS = 200  # and fewer where the question with its choices would take more tokens than this
 
 
 class CrossReader(VerdictReader):
@@ -75,12 +76,23 @@ def first_segment(question: str, choices: Sequence[object]) -> tuple[str, list[t
     return text, ranges
 
 
+def _fitting_segment(tokenizer, question: str, choices: Sequence[object]) -> tuple[str, list[tuple[int, int]]]:
+    """`first_segment`, its question cut by halves until it takes at most `FIRST_TOKENS` tokens (the
+    choices alone always fit: at most `MAX_CHOICES` of them, `MAX_CHOICE_CHARS` characters in all)."""
+    words = question.split()[:QUESTION_WORDS]
+    while True:
+        text, ranges = first_segment(" ".join(words), choices)
+        if not words or len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= FIRST_TOKENS:
+            return text, ranges
+        words = words[: len(words) // 2]
+
+
 def tokenize_choices(
     tokenizer, questions: Sequence[str], choices: Sequence[Sequence[object]], evidence: Sequence[Sequence[str]]
 ) -> tuple[dict, torch.Tensor]:
     """Padded (question with choices, evidence) pairs, the evidence cut to fit `MAX_TOKENS`, and a
     (N, K, T) 0/1 tensor marking each choice's tokens (K the most choices of any question)."""
-    firsts = [first_segment(q, c) for q, c in zip(questions, choices, strict=True)]
+    firsts = [_fitting_segment(tokenizer, q, c) for q, c in zip(questions, choices, strict=True)]
     passages = [" ".join(" ".join(span.split()) for span in spans[:PASSAGES]) for spans in evidence]
     encoded = tokenizer(
         [text for text, _ in firsts], passages, truncation="only_second", max_length=MAX_TOKENS, padding=True,
