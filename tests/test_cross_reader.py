@@ -61,7 +61,7 @@ def test_each_choice_is_marked_on_its_own_tokens_even_when_the_evidence_is_cut(t
 
 def test_a_question_too_long_to_sit_beside_its_choices_is_cut_and_every_choice_kept(tokenizer):
     question = "何" * 400  # one token per character: far more than the pair holds
-    choices = [["长" * 9 + str(i) for i in range(MAX_CHOICES - 1)] + ["x" * 10]]  # as many and as long as read
+    choices = [["长" * 9 + str(i % 10) for i in range(MAX_CHOICES - 1)] + ["x" * 10]]  # as many and as long as read
     assert reads_across(choices[0])
     encoded, marks = tokenize_choices(tokenizer, [question], choices, [["Some evidence."]])
     assert encoded["input_ids"].shape[1] <= MAX_TOKENS
