@@ -307,7 +307,13 @@ def _fit_choices(args: argparse.Namespace) -> int:
     if args.readers < 1:
         print("error: --readers must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    return _fit_part(args, functools.partial(add_choice_reader, int8_parts=int8, readers=args.readers))
+    if args.question_variants < 0:
+        print("error: --question-variants must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(
+        args,
+        functools.partial(add_choice_reader, int8_parts=int8, readers=args.readers, question_variants=args.question_variants),
+    )
 
 
 def _fit_cross(args: argparse.Namespace) -> int:
@@ -527,6 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
     choosing.add_argument(
         "--readers", type=int, default=3,
         help="heads fitted alike from seeds S, S+1, ..., their log-probabilities averaged (default 3, as bundled)",
+    )
+    choosing.add_argument(
+        "--question-variants", type=int, default=2,
+        help="also train on this many copies of each question with a quarter of its words left out (default 2, as bundled)",
     )
     choosing.set_defaults(func=_fit_choices)
 

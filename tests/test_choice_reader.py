@@ -160,6 +160,25 @@ def test_training_learns_to_read_the_answer_from_the_spans():
     assert fitted["after"]["accuracy"] > 0.9 and choice_accuracy(reader, held_out)["accuracy"] > 0.9
 
 
+def test_question_variants_add_rewordings_of_each_question_with_its_own_answer():
+    from decision_engine.datasets.linked_groups import generate_groups
+    from decision_engine.training.choice_fit import choice_examples
+
+    lines = generate_groups("train", 2, seed=3)
+    embedder = FakeEmbedder()
+    embedder.embed = lambda texts: torch.stack([FakeEmbedder._vector(t) for t in texts])
+    plain = choice_examples(lines, embedder)
+    varied = choice_examples(lines, embedder, variants=2, seed=0)
+    assert len(varied) == 3 * len(plain) > 0
+    reworded = 0
+    for i, example in enumerate(plain):
+        copies = varied[3 * i : 3 * i + 3]
+        assert torch.equal(copies[0].question, example.question)
+        assert all(c.answer == example.answer and torch.equal(c.choices, example.choices) for c in copies)
+        reworded += sum(not torch.equal(c.question, example.question) for c in copies[1:])
+    assert reworded > 1.5 * len(plain)  # a short question may keep every word by chance
+
+
 def test_training_without_questions_is_refused():
     with pytest.raises(ValueError, match="no boolean or enum questions"):
         train_choice_reader(ChoiceReader(), [], epochs=1, seed=0)
@@ -178,6 +197,8 @@ def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert "no part 'no_such_part'" in capsys.readouterr().err
     assert main(["fit-choices", "--out", str(out), "--groups", "2", "--readers", "0"]) == 2
     assert "--readers" in capsys.readouterr().err
+    assert main(["fit-choices", "--out", str(out), "--groups", "2", "--question-variants", "-1"]) == 2
+    assert "--question-variants" in capsys.readouterr().err
     assert main(["fit-choices", "--out", str(out), "--groups", "3", "--epochs", "2", "--readers", "2", "--int8", "comparison_chooser"]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["examples"] > 0 and fitted["epochs"] == 2 and fitted["groups"] == 3
@@ -186,6 +207,7 @@ def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert meta["config"]["reads_choices"] and meta["config"]["choice_readers"] == 2
     assert "comparison_chooser" in meta["stored_in_int8"] and len(fitted["members"]) == 2
     assert meta["training"]["choice_reader"]["examples"] == fitted["examples"]
+    assert fitted["question_variants"] == 2 and fitted["examples"] % 3 == 0  # each question and two rewordings
     kept = {k: v for k, v in after.state_dict().items() if not k.startswith(("choice_reader.", "comparison_chooser."))}
     assert all(torch.equal(v, before.state_dict()[k]) for k, v in kept.items())
     request = DecisionRequest(

@@ -4,6 +4,8 @@ encoder once, so the head trains in seconds an epoch."""
 
 from __future__ import annotations
 
+import functools
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +47,15 @@ def gold_choice(choices: Sequence[object], labels: dict, question_id: str) -> in
     return next((i for i, c in enumerate(choices) if c == label and type(c) is type(label)), None)
 
 
-def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ChoiceExample]:
-    """One example per labelled boolean or enum question (hypotheses left out) of `lines`."""
+def choice_examples(
+    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0
+) -> list[ChoiceExample]:
+    """One example per labelled boolean or enum question (hypotheses left out) of `lines`; with
+    `variants`, each question also comes that many more times read with some of its words left out
+    (`value_choice.drop_words`)."""
+    from .value_choice import drop_words
+
+    rng = random.Random(seed)
     out = []
     for line in lines:
         text = line["document"]["text"]
@@ -59,8 +68,11 @@ def choice_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None)
             continue
         spans = embedder.embed_spans(text, split_spans(text, SPAN_CHARS))
         questions = embedder.embed_questions([q["text"] for q, _, _ in asked])
-        for (_, choices, gold), vector in zip(asked, questions):
-            out.append(ChoiceExample(vector, spans, embedder.embed_questions([choice_text(c) for c in choices]), gold))
+        reworded = embedder.embed([drop_words(q["text"], rng) for q, _, _ in asked for _ in range(variants)]) if variants else None
+        for i, ((_, choices, gold), vector) in enumerate(zip(asked, questions)):
+            read = embedder.embed_questions([choice_text(c) for c in choices])
+            out.append(ChoiceExample(vector, spans, read, gold))
+            out.extend(ChoiceExample(reworded[i * variants + v], spans, read, gold) for v in range(variants))
     return out
 
 
@@ -139,12 +151,14 @@ def add_choice_reader(
     held_out: Sequence[dict] = (),
     int8_parts: Sequence[str] = (),
     readers: int = 1,
+    question_variants: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a choice reader (`readers` heads
     from seeds `seed`, `seed + 1`, ..., averaged) fitted on the boolean and enum questions of `groups`
     generated training groups beside its unchanged reader; returns the fit's summary (with
     `held_out` accuracy where lines are given). `int8_parts` names parts of the checkpoint to store
-    in int8 from now on (room for it under the size cap)."""
+    in int8 from now on (room for it under the size cap). `question_variants`: more copies of each
+    training question with words left out (`choice_examples`)."""
     from dataclasses import replace
 
     from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
@@ -161,7 +175,10 @@ def add_choice_reader(
         model.choice_reader, what="boolean and enum questions", groups=groups, epochs=epochs, seed=seed,
         first_seed=CHOICES_SEED, examples_of=choice_examples, train=train_choice_readers, accuracy=choice_accuracy,
         log=log, held_out=held_out,
+        training_examples_of=functools.partial(choice_examples, variants=question_variants, seed=seed),
     )
+    if question_variants:
+        fitted = {**fitted, "question_variants": question_variants}
     if int8_parts:
         meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "choice_reader", fitted)
