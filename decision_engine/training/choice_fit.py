@@ -17,6 +17,7 @@ from ..retrieval.context import SPAN_CHARS
 from ..retrieval.embedder import SpanEmbedder
 from ..retrieval.spans import split_spans
 from .generated_fit import fit_on_generated, train_epochs
+from .value_choice import reworded_vectors
 
 CHOICES_SEED = 10_000  # the choice reader's generated groups: apart from the reader's, the choosers' and calibration's
 BATCH = 32
@@ -53,8 +54,6 @@ def choice_examples(
     """One example per labelled boolean or enum question (hypotheses left out) of `lines`; with
     `variants`, each question also comes that many more times read with some of its words left out
     (`value_choice.drop_words`)."""
-    from .value_choice import drop_words
-
     rng = random.Random(seed)
     out = []
     for line in lines:
@@ -68,11 +67,11 @@ def choice_examples(
             continue
         spans = embedder.embed_spans(text, split_spans(text, SPAN_CHARS))
         questions = embedder.embed_questions([q["text"] for q, _, _ in asked])
-        reworded = embedder.embed([drop_words(q["text"], rng) for q, _, _ in asked for _ in range(variants)]) if variants else None
+        reworded = reworded_vectors(embedder, [q["text"] for q, _, _ in asked], variants, rng)
         for i, ((_, choices, gold), vector) in enumerate(zip(asked, questions)):
             read = embedder.embed_questions([choice_text(c) for c in choices])
             out.append(ChoiceExample(vector, spans, read, gold))
-            out.extend(ChoiceExample(reworded[i * variants + v], spans, read, gold) for v in range(variants))
+            out.extend(ChoiceExample(vector, spans, read, gold) for vector in reworded[i])
     return out
 
 

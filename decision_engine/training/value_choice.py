@@ -63,6 +63,14 @@ def drop_words(text: str, rng: random.Random, share: float = WORD_DROP) -> str:
     return " ".join(kept or words[:1])
 
 
+def reworded_vectors(embedder: SpanEmbedder, texts: Sequence[str], variants: int, rng: random.Random) -> list[list[torch.Tensor]]:
+    """Per text, the vectors of `variants` rewordings of it (`drop_words`), embedded in one pass."""
+    if not variants:
+        return [[] for _ in texts]
+    vectors = embedder.embed([drop_words(t, rng) for t in texts for _ in range(variants)])
+    return [list(vectors[i * variants : (i + 1) * variants]) for i in range(len(texts))]
+
+
 def choice_examples(
     lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0
 ) -> list[ChoiceExample]:
@@ -86,7 +94,7 @@ def choice_examples(
         features = mention_features(embedder, text, mentions)
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
-        reworded = embedder.embed([drop_words(t, rng) for t in texts for _ in range(variants)]) if variants else None
+        reworded = reworded_vectors(embedder, texts, variants, rng)
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
             candidates = slot_candidates(schema, mentions)
@@ -95,8 +103,7 @@ def choice_examples(
             seen = question_mention_features(features, mentions, evidence)
             table = CandidateTable.of(candidates, mentions)
             out.append(ChoiceExample(vector, seen, table, target))
-            for v in range(variants):
-                out.append(ChoiceExample(reworded[i * variants + v].clone(), seen, table, target))
+            out.extend(ChoiceExample(vector.clone(), seen, table, target) for vector in reworded[i])
     return out
 
 
