@@ -291,7 +291,15 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     if args.question_variants < 0:
         print("error: --question-variants must be 0 or more", file=sys.stderr)
         return EXIT_INVALID
-    return _fit_part(args, functools.partial(add_value_chooser, question_variants=args.question_variants, cue=args.cue))
+    if args.reword_documents and not args.question_variants:
+        print("error: --reword-documents rewords the document each question copy reads: give --question-variants", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(
+        args,
+        functools.partial(
+            add_value_chooser, question_variants=args.question_variants, cue=args.cue, reword_documents=args.reword_documents
+        ),
+    )
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -310,9 +318,15 @@ def _fit_choices(args: argparse.Namespace) -> int:
     if args.question_variants < 0:
         print("error: --question-variants must be 0 or more", file=sys.stderr)
         return EXIT_INVALID
+    if args.reword_documents and not args.question_variants:
+        print("error: --reword-documents rewords the document each question copy reads: give --question-variants", file=sys.stderr)
+        return EXIT_INVALID
     return _fit_part(
         args,
-        functools.partial(add_choice_reader, int8_parts=int8, readers=args.readers, question_variants=args.question_variants),
+        functools.partial(
+            add_choice_reader, int8_parts=int8, readers=args.readers, question_variants=args.question_variants,
+            reword_documents=args.reword_documents,
+        ),
     )
 
 
@@ -512,6 +526,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the words read as what a mention is: the eight tokens before it, sixteen on each side, or both "
         "(default: two choosers, one per cue, their probabilities averaged)",
     )
+    chooser.add_argument(
+        "--reword-documents", action="store_true",
+        help="each question's copy also reads its mentions in the document with a quarter of the other words left out",
+    )
     chooser.set_defaults(func=_fit_chooser)
 
     comparer = sub.add_parser(
@@ -537,6 +555,10 @@ def build_parser() -> argparse.ArgumentParser:
     choosing.add_argument(
         "--question-variants", type=int, default=2,
         help="also train on this many copies of each question with a quarter of its words left out (default 2, as bundled)",
+    )
+    choosing.add_argument(
+        "--reword-documents", action="store_true",
+        help="each question's copy also reads the document's spans with a quarter of their words left out",
     )
     choosing.set_defaults(func=_fit_choices)
 

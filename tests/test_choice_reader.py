@@ -179,6 +179,24 @@ def test_question_variants_add_rewordings_of_each_question_with_its_own_answer()
     assert reworded > 1.5 * len(plain)  # a short question may keep every word by chance
 
 
+def test_reworded_documents_give_each_question_copy_spans_read_with_words_left_out():
+    from decision_engine.datasets.linked_groups import generate_groups
+    from decision_engine.training.choice_fit import choice_examples
+
+    lines = generate_groups("train", 2, seed=3)
+    embedder = FakeEmbedder()
+    embedder.embed = lambda texts: torch.stack([FakeEmbedder._vector(t) for t in texts])
+    same = choice_examples(lines, embedder, variants=2, seed=0)
+    varied = choice_examples(lines, embedder, variants=2, seed=0, reword_documents=True)
+    assert len(varied) == len(same) > 0
+    for i in range(0, len(varied), 3):
+        original, *copies = varied[i : i + 3]
+        assert torch.equal(original.spans, same[i].spans)  # the question as asked reads the document as written
+        assert all(c.spans.shape == original.spans.shape and c.answer == original.answer for c in copies)
+        assert not any(torch.equal(c.spans, original.spans) for c in copies)
+    assert not torch.equal(varied[1].spans, varied[2].spans)  # each copy a rewording of its own
+
+
 def test_training_without_questions_is_refused():
     with pytest.raises(ValueError, match="no boolean or enum questions"):
         train_choice_reader(ChoiceReader(), [], epochs=1, seed=0)
@@ -199,6 +217,10 @@ def test_fit_choices_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     assert "--readers" in capsys.readouterr().err
     assert main(["fit-choices", "--out", str(out), "--groups", "2", "--question-variants", "-1"]) == 2
     assert "--question-variants" in capsys.readouterr().err
+    assert main(["fit-choices", "--out", str(out), "--groups", "2", "--question-variants", "0", "--reword-documents"]) == 2
+    assert "--reword-documents" in capsys.readouterr().err
+    assert main(["fit-chooser", "--out", str(out), "--groups", "2", "--reword-documents"]) == 2
+    assert "give --question-variants" in capsys.readouterr().err
     assert main(["fit-choices", "--out", str(out), "--groups", "3", "--epochs", "2", "--readers", "2", "--int8", "comparison_chooser"]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["examples"] > 0 and fitted["epochs"] == 2 and fitted["groups"] == 3

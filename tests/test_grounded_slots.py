@@ -380,6 +380,42 @@ def test_question_variants_leave_words_out_and_keep_each_answer():
     assert any(not torch.allclose(v.question, plain[0].question) for v in varied[1:])
 
 
+def test_a_reworded_document_keeps_its_values_lines_and_negations_where_its_mentions_point():
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.training.value_choice import carries_meaning, reworded_document
+
+    text = "Terms\nThe tenant must give 30 days' written notice.  Notice was not received until 8 March 2024.\nDeposit: $1,450 held.\n"
+    mentions = find_mentions(text)
+    rewordings = set()
+    for seed in range(20):
+        new_text, moved = reworded_document(text, mentions, random.Random(seed))
+        assert [new_text[m.start : m.end] for m in moved] == [m.text for m in mentions]
+        assert [(m.kind, m.value) for m in moved] == [(m.kind, m.value) for m in mentions]
+        assert new_text.count("\n") == text.count("\n") and "not" in new_text.split()
+        assert new_text.split() == [w for w in text.split() if w in new_text.split()]  # words kept in order
+        rewordings.add(new_text)
+    assert len(rewordings) > 10
+    assert carries_meaning("not") and carries_meaning("(no") and carries_meaning("1,450") and not carries_meaning("notice")
+
+
+def test_reworded_documents_give_each_question_copy_its_own_mention_vectors():
+    lines = [{
+        "document": {"text": DOCUMENT},
+        "questions": [{"id": "deposit", "text": "How much was the deposit?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}],
+        "labels": {"deposit": 1450},
+    }]
+    grounder = Grounder(ValueChooser())
+    same = choice_examples(lines, grounder.embedder, variants=2, seed=1)
+    varied = choice_examples(lines, grounder.embedder, variants=2, seed=1, reword_documents=True)
+    assert len(varied) == len(same) == 3
+    assert torch.equal(varied[0].mentions, same[0].mentions)  # the question as asked reads the document as written
+    width = varied[0].mentions.shape[1]
+    for copy in varied[1:]:
+        assert copy.mentions.shape == (varied[0].mentions.shape[0], width) and copy.table is varied[0].table
+        assert not torch.equal(copy.mentions, varied[0].mentions)
+        assert torch.equal(copy.mentions[:, 3 * 384 :], varied[0].mentions[:, 3 * 384 :])  # kind, place and relevance kept
+
+
 def test_a_chooser_reads_the_cue_its_weights_were_fitted_on():
     from decision_engine.reader.value_chooser import DIM, MENTION_FEATURES, READ_FEATURES, cue_view
 

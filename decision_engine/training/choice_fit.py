@@ -17,7 +17,7 @@ from ..retrieval.context import SPAN_CHARS
 from ..retrieval.embedder import SpanEmbedder
 from ..retrieval.spans import split_spans
 from .generated_fit import fit_on_generated, train_epochs
-from .value_choice import reworded_vectors
+from .value_choice import carries_meaning, reworded_vectors
 
 CHOICES_SEED = 10_000  # the choice reader's generated groups: apart from the reader's, the choosers' and calibration's
 BATCH = 32
@@ -49,11 +49,14 @@ def gold_choice(choices: Sequence[object], labels: dict, question_id: str) -> in
 
 
 def choice_examples(
-    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0
+    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0,
+    reword_documents: bool = False,
 ) -> list[ChoiceExample]:
     """One example per labelled boolean or enum question (hypotheses left out) of `lines`; with
     `variants`, each question also comes that many more times read with some of its words left out
-    (`value_choice.drop_words`)."""
+    (`value_choice.drop_words`). With `reword_documents`, each such copy also reads the document's
+    spans with words left out, a rewording of its own per copy, so the reader meets clauses worded
+    as the generator never writes them."""
     rng = random.Random(seed)
     out = []
     for line in lines:
@@ -68,11 +71,20 @@ def choice_examples(
         spans = embedder.embed_spans(text, split_spans(text, SPAN_CHARS))
         questions = embedder.embed_questions([q["text"] for q, _, _ in asked])
         reworded = reworded_vectors(embedder, [q["text"] for q, _, _ in asked], variants, rng)
+        copies = _reworded_spans(embedder, text, variants, rng) if reword_documents else [spans] * variants
         for i, ((_, choices, gold), vector) in enumerate(zip(asked, questions)):
             read = embedder.embed_questions([choice_text(c) for c in choices])
             out.append(ChoiceExample(vector, spans, read, gold))
-            out.extend(ChoiceExample(vector, spans, read, gold) for vector in reworded[i])
+            out.extend(ChoiceExample(v, copy, read, gold) for v, copy in zip(reworded[i], copies))
     return out
+
+
+def _reworded_spans(embedder: SpanEmbedder, text: str, variants: int, rng: random.Random) -> list[torch.Tensor]:
+    """`variants` copies of the document's span vectors (N, D), each span read with words left out,
+    never those that carry its meaning (`carries_meaning`)."""
+    spans = split_spans(text, SPAN_CHARS)
+    per_span = reworded_vectors(embedder, [s.text for s in spans], variants, rng, keep=carries_meaning)
+    return [torch.stack([copies[i] for copies in per_span]) for i in range(variants)]
 
 
 def collate(examples: Sequence[ChoiceExample]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
@@ -151,13 +163,15 @@ def add_choice_reader(
     int8_parts: Sequence[str] = (),
     readers: int = 1,
     question_variants: int = 0,
+    reword_documents: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a choice reader (`readers` heads
     from seeds `seed`, `seed + 1`, ..., averaged) fitted on the boolean and enum questions of `groups`
     generated training groups beside its unchanged reader; returns the fit's summary (with
     `held_out` accuracy where lines are given). `int8_parts` names parts of the checkpoint to store
     in int8 from now on (room for it under the size cap). `question_variants`: more copies of each
-    training question with words left out (`choice_examples`)."""
+    training question with words left out, and with `reword_documents` each copy reading the
+    document's spans with words left out too (`choice_examples`)."""
     from dataclasses import replace
 
     from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
@@ -174,10 +188,14 @@ def add_choice_reader(
         model.choice_reader, what="boolean and enum questions", groups=groups, epochs=epochs, seed=seed,
         first_seed=CHOICES_SEED, examples_of=choice_examples, train=train_choice_readers, accuracy=choice_accuracy,
         log=log, held_out=held_out,
-        training_examples_of=functools.partial(choice_examples, variants=question_variants, seed=seed),
+        training_examples_of=functools.partial(
+            choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
+        ),
     )
     if question_variants:
         fitted = {**fitted, "question_variants": question_variants}
+    if reword_documents:
+        fitted = {**fitted, "reword_documents": True}
     if int8_parts:
         meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "choice_reader", fitted)

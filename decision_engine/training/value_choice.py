@@ -8,17 +8,20 @@ document, so an epoch costs seconds. Where no candidate equals the gold value th
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import functools
 import random
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import msgspec
 import torch
 from torch import nn
 
+from ..grounding.mention import Mention
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
 from ..reader.chooser_ensemble import ChooserEnsemble, chooser_count, read_cue
@@ -56,28 +59,77 @@ def gold_value(schema: AnswerSchema, label):
         return None
 
 
-def drop_words(text: str, rng: random.Random, share: float = WORD_DROP) -> str:
-    """`text` with each word left out at chance `share` (at least one word kept)."""
+NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "neither", "without", "unless", "except", "nothing", "only"})
+
+
+def carries_meaning(word: str) -> bool:
+    """Whether leaving `word` out could flip what a clause says: a negation, or a word with a digit
+    (a date, an amount, a count)."""
+    bare = word.strip(".,;:()[]\"'").lower()
+    return bare in NEGATIONS or bare.endswith("n't") or any(ch.isdigit() for ch in word)
+
+
+def reworded_document(text: str, mentions: Sequence[Mention], rng: random.Random, share: float = WORD_DROP) -> tuple[str, list[Mention]]:
+    """`text` with each word left out at chance `share`, except the words of a value mention and
+    those that carry meaning (`carries_meaning`), and the mentions moved to where they now stand.
+    Line breaks stay, so sentences and lists keep their shape."""
+    kept_at: list[tuple[int, int]] = []  # (old start, new start) per kept word
+    pieces, length = [], 0
+    spans = sorted((m.start, m.end) for m in mentions)
+    starts = [a for a, _ in spans]
+    first = re.match(r"\s*", text).end()
+    pieces.append(text[:first])
+    length = first
+    for word in re.finditer(r"(\S+)(\s*)", text):
+        a, b = word.start(1), word.end(1)
+        k = bisect.bisect_left(starts, b)  # spans starting before the word ends
+        in_mention = k > 0 and any(s < b and e > a for s, e in spans[max(0, k - 4) : k])
+        if rng.random() >= share or in_mention or carries_meaning(word.group(1)):
+            kept_at.append((a, length))
+            pieces.append(word.group(0))
+            length += len(word.group(0))
+        elif "\n" in word.group(2):
+            pieces.append("\n")
+            length += 1
+    new_text = "".join(pieces)
+    old_starts = [a for a, _ in kept_at]
+
+    def moved(offset: int) -> int:
+        old, new = kept_at[bisect.bisect_right(old_starts, offset) - 1]
+        return new + offset - old
+
+    return new_text, [replace(m, start=moved(m.start), end=moved(m.end - 1) + 1) for m in mentions]
+
+
+def drop_words(text: str, rng: random.Random, share: float = WORD_DROP, keep: Callable[[str], bool] | None = None) -> str:
+    """`text` with each word left out at chance `share` (at least one word kept); words for which
+    `keep` says so always stay (the draw is made all the same, so the others fall alike)."""
     words = text.split()
-    kept = [w for w in words if rng.random() >= share]
+    kept = [w for w in words if rng.random() >= share or (keep is not None and keep(w))]
     return " ".join(kept or words[:1])
 
 
-def reworded_vectors(embedder: SpanEmbedder, texts: Sequence[str], variants: int, rng: random.Random) -> list[list[torch.Tensor]]:
-    """Per text, the vectors of `variants` rewordings of it (`drop_words`), embedded in one pass."""
+def reworded_vectors(
+    embedder: SpanEmbedder, texts: Sequence[str], variants: int, rng: random.Random, keep: Callable[[str], bool] | None = None
+) -> list[list[torch.Tensor]]:
+    """Per text, the vectors of `variants` rewordings of it (`drop_words`, sparing what `keep` names),
+    embedded in one pass."""
     if not variants:
         return [[] for _ in texts]
-    vectors = embedder.embed([drop_words(t, rng) for t in texts for _ in range(variants)])
+    vectors = embedder.embed([drop_words(t, rng, keep=keep) for t in texts for _ in range(variants)])
     return [list(vectors[i * variants : (i + 1) * variants]) for i in range(len(texts))]
 
 
 def choice_examples(
-    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0
+    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0,
+    reword_documents: bool = False,
 ) -> list[ChoiceExample]:
     """Examples from labelled request lines: one per integer or date question with a label; with
     `pointer` (a context with `question_evidence`), each question's mentions carry where it points.
     With `variants`, each question also comes that many more times, read with some of its words left
-    out (`drop_words`), so the chooser meets wordings the generator's few paraphrases never use."""
+    out (`drop_words`), so the chooser meets wordings the generator's few paraphrases never use; with
+    `reword_documents`, each copy also reads its mentions in a rewording of the document of its own
+    (`reworded_document`)."""
     rng = random.Random(seed)
     out = []
     for line in lines:
@@ -95,6 +147,7 @@ def choice_examples(
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
         reworded = reworded_vectors(embedder, texts, variants, rng)
+        copies = [_reworded_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else [features] * variants
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
             candidates = slot_candidates(schema, mentions)
@@ -103,8 +156,21 @@ def choice_examples(
             seen = question_mention_features(features, mentions, evidence)
             table = CandidateTable.of(candidates, mentions)
             out.append(ChoiceExample(vector, seen, table, target))
-            out.extend(ChoiceExample(vector.clone(), seen, table, target) for vector in reworded[i])
+            out.extend(
+                ChoiceExample(v.clone(), question_mention_features(copy, mentions, evidence), table, target)
+                for v, copy in zip(reworded[i], copies)
+            )
     return out
+
+
+def _reworded_features(embedder: SpanEmbedder, text: str, mentions: Sequence[Mention], features: torch.Tensor, rng: random.Random) -> torch.Tensor:
+    """The document's mention features with each mention's vectors read in a rewording of the
+    document (`reworded_document`); what a mention is and where it stands among the values stay."""
+    if not mentions:
+        return features
+    new_text, moved = reworded_document(text, mentions, rng)
+    vectors = embedder.embed_mentions(new_text, moved)
+    return torch.cat([vectors, features[:, vectors.shape[1] :]], dim=1)
 
 
 def collate(examples: Sequence[ChoiceExample]) -> tuple[torch.Tensor, ...]:
@@ -201,18 +267,24 @@ def fit_value_chooser(
     held_out: Sequence[dict] = (),
     pointer=None,
     question_variants: int = 0,
+    reword_documents: bool = False,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups, then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
     None for a model without a span pointer. `question_variants`: more copies of each training
-    question with words left out (`choice_examples`)."""
+    question with words left out, each reading a rewording of its document with `reword_documents`
+    (`choice_examples`)."""
     fitted = fit_on_generated(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
         first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_choosers, accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
-        training_examples_of=functools.partial(choice_examples, variants=question_variants, seed=seed),
+        training_examples_of=functools.partial(
+            choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
+        ),
     )
+    if reword_documents:
+        fitted = {**fitted, "reword_documents": True}
     return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
 
 
@@ -226,6 +298,7 @@ def add_value_chooser(
     held_out: Sequence[dict] = (),
     question_variants: int = 0,
     cue: str = "both",
+    reword_documents: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given).
@@ -247,7 +320,9 @@ def add_value_chooser(
             "fit a new one with `decision-engine fit-comparer`")
     read_cue(model.value_chooser, cue)
     pointer = model_pointer(model)
-    fitted = fit_value_chooser(model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants)
+    fitted = fit_value_chooser(
+        model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants, reword_documents
+    )
     fitted["cue"] = cue
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
     return fitted
