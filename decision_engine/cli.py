@@ -285,14 +285,20 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rewording_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with a fit's --question-variants and --reword-documents, or None."""
+    if args.question_variants < 0:
+        return "--question-variants must be 0 or more"
+    if args.reword_documents and not args.question_variants:
+        return "--reword-documents rewords the document each question copy reads: give --question-variants"
+    return None
+
+
 def _fit_chooser(args: argparse.Namespace) -> int:
     from .training.value_choice import add_value_chooser
 
-    if args.question_variants < 0:
-        print("error: --question-variants must be 0 or more", file=sys.stderr)
-        return EXIT_INVALID
-    if args.reword_documents and not args.question_variants:
-        print("error: --reword-documents rewords the document each question copy reads: give --question-variants", file=sys.stderr)
+    if problem := _rewording_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     return _fit_part(
         args,
@@ -315,11 +321,8 @@ def _fit_choices(args: argparse.Namespace) -> int:
     if args.readers < 1:
         print("error: --readers must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    if args.question_variants < 0:
-        print("error: --question-variants must be 0 or more", file=sys.stderr)
-        return EXIT_INVALID
-    if args.reword_documents and not args.question_variants:
-        print("error: --reword-documents rewords the document each question copy reads: give --question-variants", file=sys.stderr)
+    if problem := _rewording_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     return _fit_part(
         args,
