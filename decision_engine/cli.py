@@ -285,27 +285,26 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rewording_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with a fit's --question-variants and --reword-documents, or None."""
+def _fit_reworded(args: argparse.Namespace, fit, **options) -> int:
+    """`_fit_part` for a fit that takes --question-variants and --reword-documents, checked first."""
+    problem = None
     if args.question_variants < 0:
-        return "--question-variants must be 0 or more"
-    if args.reword_documents and not args.question_variants:
-        return "--reword-documents rewords the document each question copy reads: give --question-variants"
-    return None
+        problem = "--question-variants must be 0 or more"
+    elif args.reword_documents and not args.question_variants:
+        problem = "--reword-documents rewords the document each question copy reads: give --question-variants"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(
+        args,
+        functools.partial(fit, question_variants=args.question_variants, reword_documents=args.reword_documents, **options),
+    )
 
 
 def _fit_chooser(args: argparse.Namespace) -> int:
     from .training.value_choice import add_value_chooser
 
-    if problem := _rewording_problem(args):
-        print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INVALID
-    return _fit_part(
-        args,
-        functools.partial(
-            add_value_chooser, question_variants=args.question_variants, cue=args.cue, reword_documents=args.reword_documents
-        ),
-    )
+    return _fit_reworded(args, add_value_chooser, cue=args.cue)
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -321,16 +320,7 @@ def _fit_choices(args: argparse.Namespace) -> int:
     if args.readers < 1:
         print("error: --readers must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    if problem := _rewording_problem(args):
-        print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INVALID
-    return _fit_part(
-        args,
-        functools.partial(
-            add_choice_reader, int8_parts=int8, readers=args.readers, question_variants=args.question_variants,
-            reword_documents=args.reword_documents,
-        ),
-    )
+    return _fit_reworded(args, add_choice_reader, int8_parts=int8, readers=args.readers)
 
 
 def _fit_cross(args: argparse.Namespace) -> int:
