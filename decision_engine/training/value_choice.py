@@ -74,12 +74,10 @@ def reworded_document(text: str, mentions: Sequence[Mention], rng: random.Random
     those that carry meaning (`carries_meaning`), and the mentions moved to where they now stand.
     Line breaks stay, so sentences and lists keep their shape."""
     kept_at: list[tuple[int, int]] = []  # (old start, new start) per kept word
-    pieces, length = [], 0
     spans = sorted((m.start, m.end) for m in mentions)
     starts = [a for a, _ in spans]
     first = re.match(r"\s*", text).end()
-    pieces.append(text[:first])
-    length = first
+    pieces, length = [text[:first]], first
     for word in re.finditer(r"(\S+)(\s*)", text):
         a, b = word.start(1), word.end(1)
         k = bisect.bisect_left(starts, b)  # spans starting before the word ends
@@ -147,7 +145,7 @@ def choice_examples(
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
         reworded = reworded_vectors(embedder, texts, variants, rng)
-        copies = [_reworded_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else [features] * variants
+        copies = [_reworded_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
             candidates = slot_candidates(schema, mentions)
@@ -156,10 +154,8 @@ def choice_examples(
             seen = question_mention_features(features, mentions, evidence)
             table = CandidateTable.of(candidates, mentions)
             out.append(ChoiceExample(vector, seen, table, target))
-            out.extend(
-                ChoiceExample(v.clone(), question_mention_features(copy, mentions, evidence), table, target)
-                for v, copy in zip(reworded[i], copies)
-            )
+            read = [question_mention_features(copy, mentions, evidence) for copy in copies] or [seen] * variants
+            out.extend(ChoiceExample(v.clone(), r, table, target) for v, r in zip(reworded[i], read))
     return out
 
 
