@@ -6,7 +6,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from decision_engine.datasets.linked_groups import DOMAINS, generate_groups, template_names
+import random
+
+from decision_engine.datasets.domains import ALL
+from decision_engine.datasets.domains.common import Wording, render
+from decision_engine.datasets.linked_groups import DOMAINS, HELD_OUT, generate_groups, template_names
 from decision_engine.rules import RuleSet
 from decision_engine.validation import request_from_object
 from decision_engine.values import enumerated_values, kind, value_problem
@@ -121,6 +125,23 @@ def test_splits_use_disjoint_templates(groups):
     for split, names in (("train", train), ("validation", validation)):
         for line in groups[split]:
             assert line["template"] in names[line["domain"]], line["id"]
+
+
+@pytest.mark.parametrize("domain", ALL, ids=lambda domain: domain.name)
+def test_every_phrasing_states_the_same_facts(domain):
+    """The same draw phrased each of the four ways has the same answers and rules, in different words."""
+    for seed in range(20):
+        cases = [domain.build(random.Random(seed), Wording(variant, False, "")) for variant in range(4)]
+        assert all(case.labels == cases[0].labels and case.rules == cases[0].rules for case in cases)
+        texts = [render("agreement", case, random.Random(seed)) for case in cases]
+        assert len(set(texts)) == 4
+    for spec in domain.questions.values():
+        assert len(set(spec.texts)) == 4
+
+
+def test_training_uses_every_phrasing_but_the_held_out_one(groups):
+    used = {line["template"][-1] for line in groups["train"]}
+    assert used == set("abcd") - {"abcd"[HELD_OUT]}
 
 
 def test_splits_use_disjoint_question_wordings(groups):

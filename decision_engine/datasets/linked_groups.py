@@ -1,7 +1,7 @@
 """Generated linked compliance groups: one document, 4 to 8 linked questions, the rules between them, gold labels.
 
 Each line matches the samples format (`samples/*.jsonl`) plus "domain" and "template" keys. A template is
-a page layout combined with one of three clause phrasings; each question has three paraphrases. The third
+a page layout combined with one of four clause phrasings; each question has four paraphrases. The third
 phrasing, the third paraphrase and the "schedule" layout are held out: validation groups use only held-out
 wording and training groups never do, so validation measures transfer to unseen wordings. Facts come from
 an RNG keyed by (split, seed, index), so the splits never share a sampled case.
@@ -19,7 +19,7 @@ SPLITS = ("train", "validation")
 HELD_OUT = 2  # index of the held-out clause phrasing and question paraphrase
 # (layout, clause phrasing) pairs; the names are what `template_names` reports.
 _TEMPLATES: dict[str, tuple[tuple[str, int], ...]] = {
-    "train": (("agreement", 0), ("agreement", 1), ("memo", 0), ("memo", 1)),
+    "train": (("agreement", 0), ("agreement", 1), ("agreement", 3), ("memo", 0), ("memo", 1), ("memo", 3)),
     "validation": (("schedule", HELD_OUT), ("memo", HELD_OUT)),
 }
 CURRENCIES = ("", "EUR ", "GBP ", "USD ")
@@ -36,7 +36,7 @@ def _check_split(split: str) -> None:
 
 
 def _template_name(layout: str, variant: int) -> str:
-    return f"{layout}-{'abc'[variant]}"
+    return f"{layout}-{'abcd'[variant]}"
 
 
 def template_names(split: str) -> dict[str, list[str]]:
@@ -92,7 +92,9 @@ def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
 
 
 def _paraphrase(spec: QuestionSpec, split: str, rng: random.Random) -> str:
-    return spec.texts[HELD_OUT] if split == "validation" else rng.choice(spec.texts[:HELD_OUT])
+    if split == "validation":
+        return spec.texts[HELD_OUT]
+    return rng.choice([text for i, text in enumerate(spec.texts) if i != HELD_OUT])
 
 
 def _copy_schema(schema: dict[str, Any]) -> dict[str, Any]:

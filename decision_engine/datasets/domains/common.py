@@ -36,10 +36,10 @@ def integer(minimum: int, maximum: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class QuestionSpec:
-    """One question a domain can ask, in three paraphrases: two for training, the last held out."""
+    """One question a domain can ask, in four paraphrases: the third is held out, the others train."""
 
     schema: dict[str, Any]
-    texts: tuple[str, str, str]
+    texts: tuple[str, str, str, str]
 
 
 MONTHS = (
@@ -52,12 +52,12 @@ MONTHS = (
 class Wording:
     """How one document is phrased: the clause variant of its template, date style and currency."""
 
-    variant: int  # 0 and 1: training phrasings; 2: phrasings held out for validation
+    variant: int  # 0, 1 and 3: training phrasings; 2: phrasings held out for validation
     long_dates: bool  # "4 March 2024" instead of "2024-03-04"
     currency: str  # prefix of amounts, possibly empty
 
-    def pick(self, first: str, second: str, held_out: str) -> str:
-        return (first, second, held_out)[self.variant]
+    def pick(self, first: str, second: str, held_out: str, fourth: str) -> str:
+        return (first, second, held_out, fourth)[self.variant]
 
     def date(self, day: dt.date) -> str:
         if self.long_dates:

@@ -14,41 +14,49 @@ QUESTIONS = {
         "Is the customer high risk under the bank's policy?",
         "Does the customer fall into the high-risk category?",
         "Should {customer} be classed as a high-risk customer?",
+        "According to the policy's risk rules, does this customer rate as high risk?",
     )),
     "ownership_threshold_pct": QuestionSpec(integer(0, 100), (
         "What ownership percentage makes a person a beneficial owner of this customer?",
         "Which shareholding threshold, in percent, applies to this customer?",
         "From what stake, in percent, does an owner of {customer} count as a beneficial owner?",
+        "What percentage of the shares is the cut-off for beneficial ownership in this customer's case?",
     )),
     "beneficial_owner_count": QuestionSpec(integer(0, 10), (
         "How many beneficial owners must be identified?",
         "How many shareholders meet the beneficial-ownership threshold?",
         "How many people count as beneficial owners of {customer}?",
+        "What is the number of individuals who qualify as beneficial owners and need identifying?",
     )),
     "pep_identified": QuestionSpec(enum("yes", "no", "not mentioned"), (
         "Did screening identify a politically exposed person among the owners?",
         "Is any owner a politically exposed person according to the file?",
         "Does the file show a PEP among {customer}'s owners?",
+        "Was any of the owners flagged as a politically exposed person by the screening?",
     )),
     "edd_required": QuestionSpec(BOOLEAN, (
         "Is enhanced due diligence required?",
         "Must the bank apply enhanced due diligence to {customer}?",
         "Does {customer} need enhanced due diligence?",
+        "Is this a case where the policy demands enhanced due diligence?",
     )),
     "id_check_age_days": QuestionSpec(integer(0, 365), (
         "How many days before the onboarding date were the identity documents verified?",
         "How old, in days, was the identity verification on the onboarding date?",
         "How many days separate the ID verification from {customer}'s onboarding date?",
+        "Counting back from onboarding, how many days earlier did the identity document check take place?",
     )),
     "id_check_current": QuestionSpec(BOOLEAN, (
         "Was the identity verification recent enough on the onboarding date?",
         "Is the identity check still current under the policy?",
         "Was {customer}'s ID verification within the allowed age?",
+        "At onboarding, was the identity verification fresh enough to satisfy the policy's time limit?",
     )),
     "onboarding_decision": QuestionSpec(enum("approve", "escalate", "hold"), (
         "What onboarding decision does the policy require?",
         "Should {customer} be approved, escalated, or put on hold?",
         "What should the bank decide about onboarding {customer}?",
+        "Which outcome applies to this onboarding file: approve, escalate or hold?",
     )),
 }
 
@@ -86,14 +94,14 @@ def build(rng: random.Random, w: Wording) -> Case:
 
     case = Case(
         title=w.pick("Corporate customer onboarding file", "KYC review - new business account",
-                     "Customer due diligence checklist"),
+                     "Customer due diligence checklist", "Onboarding review: corporate account applicant"),
         header=[("Customer", customer), ("Incorporated in", country), ("Business", business)],
         slots={"customer": customer},
     )
     m, d = w.money, w.date
     risky = ", ".join(RISKY_COUNTRIES[:-1]) + " or " + RISKY_COUNTRIES[-1]
     review_months = rng.choice((12, 18))
-    case.clauses.append((w.pick("Customer risk", "Risk rating", "High-risk customers"), w.pick(
+    case.clauses.append((w.pick("Customer risk", "Risk rating", "High-risk customers", "Risk classification"), w.pick(
         f"A customer is high risk if it is incorporated in {risky} or runs a cash-intensive business "
         f"(currency exchange, car washes, gaming arcades). Enhanced due diligence applies to high-risk customers "
         f"and to any customer with a politically exposed person (PEP) among its owners.",
@@ -102,16 +110,22 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"whenever an owner is a PEP.",
         f"Incorporation in {risky}, or a cash-heavy business (currency exchange, car washes, gaming arcades), "
         f"makes a customer high risk. Either high risk or a PEP owner triggers enhanced due diligence.",
+        f"High risk = incorporated in {risky}, or cash-intensive business (currency exchange, car washes, gaming "
+        f"arcades). Enhanced due diligence: required for every high-risk customer, and for any customer whose "
+        f"owners include a politically exposed person (PEP).",
     )))
-    case.clauses.append((w.pick("Beneficial owners", "Ownership", "Owners to identify"), w.pick(
+    case.clauses.append((w.pick("Beneficial owners", "Ownership", "Owners to identify",
+                                "Beneficial ownership threshold"), w.pick(
         f"Every person holding {NORMAL_THRESHOLD}% or more of the shares is a beneficial owner. For high-risk "
         f"customers the threshold is lowered to {low_threshold}%.",
         f"Beneficial owners are shareholders with at least {NORMAL_THRESHOLD}%; if the customer is high risk, "
         f"anyone with {low_threshold}% or more counts.",
         f"Owners of {NORMAL_THRESHOLD}% or above must be identified, or of {low_threshold}% or above where the "
         f"customer is high risk.",
+        f"Where the customer is high risk, any person holding {low_threshold}% or more of the shares shall be a "
+        f"beneficial owner; in all other cases a holding of {NORMAL_THRESHOLD}% or more is required.",
     )))
-    case.clauses.append((w.pick("Identity checks", "Verification", "ID documents"), w.pick(
+    case.clauses.append((w.pick("Identity checks", "Verification", "ID documents", "Age of ID verification"), w.pick(
         f"Identity documents must have been verified no more than {max_age} days before onboarding. If not, the "
         f"file is put on hold. Otherwise the file is escalated when enhanced due diligence applies, and approved "
         f"if it does not.",
@@ -120,11 +134,15 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"approved.",
         f"A verification older than {max_age} days at onboarding means hold. A current one leads to escalation "
         f"where enhanced due diligence is required, and to approval where it is not.",
+        f"Put the file on hold if the identity documents were verified more than {max_age} days before onboarding. "
+        f"If the verification is within that limit, escalate the file when enhanced due diligence applies; if it "
+        f"does not apply, approve it.",
     )))
-    case.extra_clauses.append((w.pick("Reviews", "Periodic review", "Refresh"), w.pick(
+    case.extra_clauses.append((w.pick("Reviews", "Periodic review", "Refresh", "Review cycle"), w.pick(
         f"High-risk files are reviewed every {review_months} months, others every 36 months.",
         "Files are refreshed periodically according to their risk.",
         "Every file is re-checked at least once every three years.",
+        f"Review frequency: {review_months} months for high-risk files; 36 months for all other files.",
     )))
 
     holdings = "; ".join(f"{name} {stake}%" for name, stake in zip(names, stakes))
@@ -135,11 +153,14 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"On {d(register)} the bank received the share register ({holdings}; {rest}% held by many small "
         f"shareholders, none above 2%).",
         f"Share register dated {d(register)}: {holdings}. Remaining {rest}% widely held, each below 2%.",
+        f"The bank got the share register on {d(register)}. It lists {holdings}. The other {rest}% belongs to "
+        f"small holders who each have less than 2%.",
     )))
     case.events.append((verified, w.pick(
         f"{d(verified)}: identity documents of the owners verified.",
         f"On {d(verified)} the owners' identity documents were checked.",
         f"ID verification of owners completed {d(verified)}.",
+        f"The bank verified the owners' identity papers on {d(verified)}.",
     )))
     if pep != "not mentioned":
         screened = plus(verified, rng.randint(0, max(0, age)))
@@ -151,11 +172,14 @@ def build(rng: random.Random, w: Wording) -> Case:
             else f"On {d(screened)} screening found no politically exposed persons.",
             f"Screening result of {d(screened)}: {who} identified as a politically exposed person." if pep == "yes"
             else f"Screening result of {d(screened)}: nobody politically exposed.",
+            f"PEP check run on {d(screened)} flags {who}, a current member of parliament." if pep == "yes"
+            else f"PEP check run on {d(screened)} across every owner returned zero hits.",
         )))
     case.events.append((onboarding, w.pick(
         f"{d(onboarding)}: onboarding date of the account.",
         f"On {d(onboarding)} the account was to be opened (onboarding date).",
         f"Onboarding scheduled for {d(onboarding)}.",
+        f"The account's onboarding date is {d(onboarding)}.",
     )))
     founded = random_date(rng, 2001, onboarding.year - 1)
     capital = rng.randrange(1000, 90000, 1000)
@@ -163,6 +187,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(founded)}: the customer was incorporated with capital of {m(capital)}.",
         f"On {d(founded)} the company was founded.",
         f"Date of incorporation: {d(founded)}.",
+        f"The customer was formed on {d(founded)} with a capital of {m(capital)}.",
     )))
 
     case.labels = {

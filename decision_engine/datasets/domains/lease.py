@@ -14,51 +14,62 @@ QUESTIONS = {
         "On what date did the landlord receive, or is deemed to have received, the tenant's notice?",
         "Which date counts as the date the landlord received the notice to end the tenancy?",
         "When is {tenant}'s notice treated as having reached the landlord?",
+        "Give the date of actual or deemed receipt of the tenant's notice by the landlord.",
     )),
     "notice_days": QuestionSpec(integer(0, 365), (
         "How many calendar days run from the date the notice counts as received to the day the tenant moved out?",
         "Counting from deemed receipt of the notice to the move-out date, how many days of notice were given?",
         "How many days' notice did {tenant} actually give, measured from receipt to vacating?",
+        "How long, in calendar days, was the gap between the landlord's (deemed) receipt of the notice and "
+        "the tenant's move-out?",
     )),
     "exception_applies": QuestionSpec(BOOLEAN, (
         "Does the work-relocation exception to the normal notice period apply to this tenant?",
         "Can the tenant rely on the shorter notice period for job transfers?",
         "Is {tenant} entitled to the reduced notice period for a work relocation?",
+        "Are the conditions of the employer-transfer exception to the usual notice period met for this tenant?",
     )),
     "required_notice_days": QuestionSpec(integer(0, 365), (
         "How many days of notice was the tenant required to give?",
         "What notice period, in days, applied to the tenant's notice?",
         "What is the minimum number of days' notice {tenant} had to give?",
+        "What length of notice, counted in days, did the agreement demand from the tenant?",
     )),
     "notice_in_time": QuestionSpec(BOOLEAN, (
         "Did the tenant give at least the notice the agreement required?",
         "Was the notice period {tenant} gave long enough?",
         "Was {tenant}'s notice sufficient under the agreement?",
+        "Was the agreement's minimum notice requirement met by the tenant?",
     )),
     "deduction_total": QuestionSpec(integer(0, 100000), (
         "Under the agreement, what total amount may the landlord keep from the deposit?",
         "How much of the deposit may be withheld in total?",
         "What sum is the landlord entitled to retain out of {tenant}'s security deposit?",
+        "In total, how much may the landlord deduct from the deposit according to the agreement?",
     )),
     "deposit_returned": QuestionSpec(enum("full", "partial", "none"), (
         "How much of the deposit should be returned to the tenant?",
         "Is {tenant}'s deposit due back in full, in part, or not at all?",
         "What share of the security deposit should {tenant} get back?",
+        "Should the landlord refund the whole deposit, only part of it, or none of it?",
     )),
     "statement_deadline": QuestionSpec(DATE, (
         "By what date did the landlord have to send the deposit statement?",
         "What was the last day for the landlord to settle the deposit after move-out?",
         "What is the deadline for {landlord} to return the deposit balance with its statement?",
+        "Name the final day on which the landlord could still send the deposit statement in time.",
     )),
     "statement_in_time": QuestionSpec(BOOLEAN, (
         "Did the landlord send the deposit statement within the period allowed?",
         "Did {landlord} settle the deposit on time?",
         "Did {landlord} meet the deadline for the deposit statement?",
+        "Was the landlord's deposit statement sent no later than the last permitted day?",
     )),
     "deposit_protected": QuestionSpec(enum("yes", "no", "not mentioned"), (
         "Is the deposit protected in a deposit protection scheme?",
         "Does the file say the deposit is registered with a protection scheme?",
         "Has {landlord} placed the deposit in a protection scheme?",
+        "Per the documents, is the deposit covered by a deposit protection scheme?",
     )),
 }
 
@@ -118,15 +129,16 @@ def build(rng: random.Random, w: Wording) -> Case:
 
     case = Case(
         title=w.pick("Tenancy agreement and move-out file", "Lease extract with check-out record",
-                     "Residential letting terms and end-of-tenancy notes"),
+                     "Residential letting terms and end-of-tenancy notes", "Rental contract and departure records"),
         header=[("Premises", f"{premises}, {town}"), ("Landlord", landlord), ("Tenant", tenant)],
         slots={"tenant": tenant, "landlord": landlord},
     )
     m, d = w.money, w.date
-    case.clauses.append((w.pick("Rent and deposit", "Payments", "Money"), w.pick(
+    case.clauses.append((w.pick("Rent and deposit", "Payments", "Money", "Financial terms"), w.pick(
         f"The rent is {m(rent)} per month. The Tenant has paid a security deposit of {m(deposit)}.",
         f"Rent of {m(rent)} is due monthly in advance; a deposit of {m(deposit)} was paid at the start.",
         f"The Tenant pays {m(rent)} each month and lodged {m(deposit)} as security.",
+        f"Monthly rent: {m(rent)}. Deposit paid by the Tenant: {m(deposit)}.",
     )))
     notice = w.pick(
         f"The Tenant may end the tenancy by at least {normal} days' written notice, counted from the day the "
@@ -137,6 +149,9 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"earlier or later.",
         f"A tenant's notice must allow at least {normal} days between its receipt and the day the tenant "
         f"leaves. Emails are received when sent, letters {post_days} days after the postmark, whenever they arrive.",
+        f"The Tenant's written notice to quit shall give no fewer than {normal} days, reckoned from its receipt by "
+        f"the Landlord until the date the Tenant moves out. Email notice is treated as received on sending; postal "
+        f"notice {post_days} days after the postmark, irrespective of delivery.",
     )
     if has_exception:
         notice += " " + w.pick(
@@ -146,9 +161,12 @@ def build(rng: random.Random, w: Wording) -> Case:
             f"if the employer's transfer letter comes with the notice.",
             f"A job transfer to another town ordered by the employer allows {short} days' notice, but only with "
             f"the employer's letter attached.",
+            f"Where the Tenant is moved to another town by the employer, {short} days' notice suffices, provided "
+            f"the notice is accompanied by the employer's letter.",
         )
-    case.clauses.append((w.pick("Notice by the Tenant", "Ending the tenancy", "Tenant's notice"), notice))
-    case.clauses.append((w.pick("Deposit", "Return of deposit", "Security"), w.pick(
+    case.clauses.append((w.pick("Notice by the Tenant", "Ending the tenancy", "Tenant's notice",
+                                "Leaving the premises"), notice))
+    case.clauses.append((w.pick("Deposit", "Return of deposit", "Security", "Deposit refund"), w.pick(
         f"Within {refund_days} days after the Tenant vacates, the Landlord sends a statement and returns the "
         f"deposit less unpaid rent and repair costs for damage (never for fair wear and tear), and less {m(fee)} "
         f"if the notice was too short. Deductions cannot exceed the deposit.",
@@ -157,28 +175,37 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"than the deposit.",
         f"The deposit, minus unpaid rent, damage beyond fair wear and tear and {m(fee)} when notice fell short "
         f"(but never more than the deposit), is repaid with a statement within {refund_days} days of leaving.",
+        f"Permitted deductions: unpaid rent; repair costs for damage (fair wear and tear excluded); {m(fee)} if "
+        f"notice was too short; in total no more than the deposit. The Landlord shall send a statement and the "
+        f"balance within {refund_days} days of the Tenant moving out.",
     )))
     if protected != "not mentioned":
         scheme = rng.choice(("SafeLet", "TenancyGuard", "DepositShield"))
-        case.clauses.append((w.pick("Protection", "Deposit scheme", "Safeguarding"), w.pick(
+        case.clauses.append((w.pick("Protection", "Deposit scheme", "Safeguarding", "Deposit protection"), w.pick(
             f"The deposit is registered with the {scheme} protection scheme.",
             f"The Landlord has protected the deposit with {scheme}.",
             f"{scheme}, an approved scheme, holds a record of the deposit.",
+            f"Under the {scheme} scheme, the Tenant's deposit is protected.",
         ) if protected == "yes" else w.pick(
             "The Landlord holds the deposit itself; it is not registered with any protection scheme.",
             "The deposit has not been placed in a protection scheme.",
             "No deposit protection scheme is used; the Landlord keeps the money in its own account.",
+            "The deposit remains in the Landlord's hands and has not been registered with a protection scheme.",
         )))
-    case.extra_clauses.append((w.pick("Notice by the Landlord", "Landlord's notice", "Possession"), w.pick(
+    case.extra_clauses.append((w.pick("Notice by the Landlord", "Landlord's notice", "Possession",
+                                      "Termination by the Landlord"), w.pick(
         f"The Landlord may end the tenancy by giving at least {landlord_notice} days' written notice.",
         f"The Landlord must give {landlord_notice} days' notice or more to end the tenancy.",
         f"For the Landlord, the minimum notice is {landlord_notice} days.",
+        f"Should the Landlord wish to end the tenancy, it shall serve written notice of no less than "
+        f"{landlord_notice} days.",
     )))
     late_days, late_fee = rng.choice((3, 5, 7)), rng.choice((25, 30, 40))
-    case.extra_clauses.append((w.pick("Late rent", "Late payment", "Arrears"), w.pick(
+    case.extra_clauses.append((w.pick("Late rent", "Late payment", "Arrears", "Overdue rent"), w.pick(
         f"Rent paid more than {late_days} days late incurs a charge of {m(late_fee)}.",
         f"A late charge of {m(late_fee)} applies to rent over {late_days} days overdue.",
         f"Each rent payment made over {late_days} days late costs an extra {m(late_fee)}.",
+        f"Where rent is paid more than {late_days} days after its due date, a {m(late_fee)} fee is payable.",
     )))
 
     if by_post:
@@ -190,12 +217,15 @@ def build(rng: random.Random, w: Wording) -> Case:
             f"delivered on {d(arrived)}.",
             f"Letter from {tenant}, postmarked {d(sent)} and delivered {d(arrived)}, giving notice to leave on "
             f"{d(vacate)}.",
+            f"{tenant}'s notice to move out on {d(vacate)} went by post with a postmark of {d(sent)}; it reached "
+            f"the Landlord on {d(arrived)}.",
         )
     else:
         sending = w.pick(
             f"{d(sent)}: {tenant} emailed notice to vacate on {d(vacate)}.",
             f"On {d(sent)} {tenant} gave notice by email to leave on {d(vacate)}.",
             f"Email from {tenant} dated {d(sent)} giving notice to leave on {d(vacate)}.",
+            f"Notice to move out on {d(vacate)} sent by {tenant} via email on {d(sent)}.",
         )
     if relocating and letter:
         reason = f"It says the employer is transferring the Tenant to {new_town}; the employer's letter is enclosed."
@@ -218,6 +248,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(vacate)}: the Tenant moved out and returned the keys. Check-out inspection: {found}.",
         f"On {d(vacate)} the Tenant left and handed back all keys; the inspection found {found}.",
         f"Keys returned and premises vacated on {d(vacate)}. Inspection findings: {found}.",
+        f"Tenant out on {d(vacate)}, keys surrendered. Noted at check-out: {found}.",
     )
     if unpaid:
         moved += f" Rent of {m(rent)} for the final month was never paid."
@@ -226,6 +257,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(statement)}: the Landlord sent the deposit statement.",
         f"On {d(statement)} the Landlord issued its deposit statement.",
         f"Deposit statement sent by the Landlord on {d(statement)}.",
+        f"The Landlord got its deposit statement out on {d(statement)}.",
     )))
     offer = plus(sent, -rng.randint(5, 60))
     new_rent = rent + rng.randrange(25, 150, 25)
@@ -233,6 +265,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(offer)}: the Landlord proposed a rent of {m(new_rent)}; it was later withdrawn.",
         f"On {d(offer)} the Landlord suggested a higher rent of {m(new_rent)}, then dropped it.",
         f"Rent rise to {m(new_rent)} proposed on {d(offer)} and withdrawn.",
+        f"The Landlord floated a new rent of {m(new_rent)} on {d(offer)} but later took the proposal back.",
     )))
     invoice = plus(vacate, -rng.randint(3, 40))
     boiler = rng.randrange(80, 400, 5)
@@ -240,6 +273,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(invoice)}: invoice of {m(boiler)} paid by the Landlord for a boiler service.",
         f"On {d(invoice)} the Landlord paid a plumber {m(boiler)} for the annual boiler check.",
         f"Boiler service invoice ({m(boiler)}) dated {d(invoice)}, paid by the Landlord.",
+        f"The Landlord settled a {m(boiler)} boiler-servicing bill on {d(invoice)}.",
     )))
 
     case.labels = {

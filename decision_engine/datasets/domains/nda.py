@@ -14,46 +14,56 @@ QUESTIONS = {
         "Is this a mutual or a one-way non-disclosure agreement?",
         "Do both parties disclose under the agreement, or only one?",
         "Is the confidentiality agreement between {discloser} and {recipient} mutual or one-way?",
+        "Is the NDA one-way (a single disclosing party) or mutual (both parties disclose)?",
     )),
     "effective_date": QuestionSpec(DATE, (
         "What is the Effective Date of the agreement?",
         "On what date did the agreement take effect?",
         "From which date is the NDA in force?",
+        "When did the agreement become effective?",
     )),
     "expiry_date": QuestionSpec(DATE, (
         "On what date does the agreement's term end?",
         "When does the agreement expire?",
         "What is the last date of the NDA's term?",
+        "The term of the agreement runs until which date?",
     )),
     "survival_years": QuestionSpec(integer(0, 100), (
         "For how many years after the term ends do the confidentiality duties survive?",
         "How many years do the obligations of confidence continue after expiry?",
         "After the NDA ends, for how many years must the information still be kept secret?",
+        "How long, in years, do the confidentiality duties outlive the term of the agreement?",
     )),
     "consent_obtained": QuestionSpec(enum("yes", "no", "not mentioned"), (
         "Did the receiving party get the discloser's written consent before the disclosure in the incident?",
         "Was prior written consent obtained for the disclosure described in the file?",
         "Did {recipient} have {discloser}'s written consent before passing the information on?",
+        "In advance of the incident disclosure, was the disclosing party's written consent obtained by the "
+        "receiving party?",
     )),
     "disclosure_permitted": QuestionSpec(BOOLEAN, (
         "Was the disclosure described in the incident permitted by the agreement?",
         "Did the agreement allow {recipient}'s disclosure recorded in the file?",
         "Was {recipient} allowed to share the information in the way the file describes?",
+        "Was the incident disclosure within what the agreement permits?",
     )),
     "return_deadline": QuestionSpec(DATE, (
         "By what date did the materials have to be returned or destroyed after the request?",
         "What was the deadline for returning the confidential materials?",
         "By which date did {recipient} have to hand back or destroy the information?",
+        "What was the last day for returning or destroying the materials following the written request?",
     )),
     "returned_in_time": QuestionSpec(BOOLEAN, (
         "Were the materials returned or destroyed by the deadline?",
         "Did the receiving party meet the return deadline?",
         "Did {recipient} comply with the request to return the information on time?",
+        "Was the return or destruction of the materials completed on or before the deadline?",
     )),
     "breach_occurred": QuestionSpec(enum("yes", "no"), (
         "On the facts in the file, was the agreement breached?",
         "Did {recipient} breach the NDA?",
         "Has {recipient} committed a breach of the agreement?",
+        "Do the recorded facts show that the agreement was broken?",
     )),
 }
 
@@ -100,7 +110,7 @@ def build(rng: random.Random, w: Wording) -> Case:
     signatory = person(rng)
     case = Case(
         title=w.pick("Non-disclosure agreement with incident file", "Confidentiality agreement and compliance notes",
-                     "NDA terms and record of disclosures"),
+                     "NDA terms and record of disclosures", "Non-disclosure contract and event log"),
         header=[("Disclosing party" if not mutual else "Party A", discloser),
                 ("Receiving party" if not mutual else "Party B", recipient)],
         slots={"discloser": discloser, "recipient": recipient},
@@ -111,21 +121,25 @@ def build(rng: random.Random, w: Wording) -> Case:
             "Each party may disclose Confidential Information to the other and each may receive it.",
             "Both parties will share Confidential Information and both are bound as receivers.",
             "Disclosures run in both directions; whichever party receives information must protect it.",
+            "Neither party is solely a discloser; both give and receive Confidential Information.",
         )
     else:
         scope = w.pick(
             f"Only {discloser} will disclose Confidential Information; {recipient} receives it.",
             f"{discloser} is the sole disclosing party and {recipient} the sole receiving party.",
             f"Information flows one way, from {discloser} to {recipient}.",
+            f"Confidential Information is disclosed solely by {discloser} and received by {recipient}.",
         )
-    case.clauses.append((w.pick("Parties", "Scope", "Direction"), scope))
-    case.clauses.append((w.pick("Term", "Duration", "Effect"), w.pick(
+    case.clauses.append((w.pick("Parties", "Scope", "Direction", "Who discloses"), scope))
+    case.clauses.append((w.pick("Term", "Duration", "Effect", "Period"), w.pick(
         f"This Agreement takes effect on the date the second party signs it and ends on the {term}-year "
         f"anniversary of that date. Confidentiality duties survive for {survival} years after it ends.",
         f"The Effective Date is the later of the two signature dates. The term runs {term} year(s) from the "
         f"Effective Date, to the same calendar day; the duty of confidence lasts {survival} years beyond that.",
         f"The NDA starts once both parties have signed (on the later signature date) and lasts {term} year(s), "
         f"ending on the same day and month; secrecy obligations continue {survival} years after the end.",
+        f"Commencement: the date of the second signature. Expiry: the {term}-year anniversary of commencement. "
+        f"Confidence obligations last {survival} years post-expiry.",
     )))
     use = w.pick(
         "The receiving party may share information without consent only with its employees and professional "
@@ -134,41 +148,50 @@ def build(rng: random.Random, w: Wording) -> Case:
         "other recipient requires prior written consent from the disclosing party.",
         "Without written consent given in advance, information may go to nobody except the receiver's own "
         "staff and professional advisers who need it.",
+        "The discloser's prior written consent is required before the receiving party discloses information to "
+        "anyone other than its employees and professional advisers who need it.",
     )
     if has_exception:
         use += " " + w.pick(
             "Contractors who have signed a written confidentiality undertaking may also receive it without consent.",
             "However, no consent is needed for a contractor that has signed a confidentiality undertaking.",
             "As an exception, a contractor bound by a signed confidentiality undertaking counts as permitted.",
+            "A contractor needs no consent either, if it has signed a written confidentiality undertaking.",
         )
-    case.clauses.append((w.pick("Use and disclosure", "Permitted recipients", "Sharing"), use))
-    case.clauses.append((w.pick("Return", "Return of materials", "Destruction"), w.pick(
+    case.clauses.append((w.pick("Use and disclosure", "Permitted recipients", "Sharing", "Onward disclosure"), use))
+    case.clauses.append((w.pick("Return", "Return of materials", "Destruction", "Materials"), w.pick(
         f"Within {return_days} days of a written request, the receiving party shall return or destroy all "
         f"Confidential Information.",
         f"On written request, all materials must be returned or destroyed no later than {return_days} days "
         f"after the request.",
         f"A receiver asked in writing to give materials back has {return_days} days to return or destroy them.",
+        f"Once requested in writing, the receiving party is to return or destroy all Confidential Information "
+        f"inside {return_days} days.",
     )))
-    case.extra_clauses.append((w.pick("Early termination", "Ending early", "Termination"), w.pick(
+    case.extra_clauses.append((w.pick("Early termination", "Ending early", "Termination", "Break right"), w.pick(
         f"Either party may end this Agreement early by {early_end} days' written notice.",
         f"A party may terminate before expiry on {early_end} days' notice in writing.",
         f"Early termination requires {early_end} days' written notice from either side.",
+        f"Each party can cut the term short with {early_end} days' written notice.",
     )))
 
     case.events.append((first_sign, w.pick(
         f"{d(first_sign)}: signed by {discloser}.",
         f"On {d(first_sign)} {discloser} signed the Agreement.",
         f"Signature of {discloser} dated {d(first_sign)}.",
+        f"{discloser} executed the Agreement on {d(first_sign)}.",
     )))
     case.events.append((second_sign, w.pick(
         f"{d(second_sign)}: signed by {recipient}.",
         f"On {d(second_sign)} {recipient} signed.",
         f"Signature of {recipient} dated {d(second_sign)}.",
+        f"{recipient} added its signature on {d(second_sign)}.",
     )))
     shared_text = w.pick(
         f"{d(shared)}: {recipient} sent the evaluation data to {shared_with}.",
         f"On {d(shared)} {recipient} passed the information to {shared_with}.",
         f"Disclosure by {recipient} to {shared_with} on {d(shared)}.",
+        f"{recipient} disclosed the evaluation data on {d(shared)} to {shared_with}.",
     )
     if kind == "contractors":
         shared_text += " " + ("The firm had signed a confidentiality undertaking." if undertaking
@@ -182,17 +205,20 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(request)}: {discloser} asked in writing for all materials to be returned.",
         f"On {d(request)} {discloser} sent a written request for return of its information.",
         f"Written return request from {discloser} dated {d(request)}.",
+        f"{discloser} demanded in writing, on {d(request)}, the return of all materials.",
     )))
     case.events.append((returned, w.pick(
         f"{d(returned)}: {recipient} confirmed all materials were destroyed.",
         f"On {d(returned)} {recipient} returned the materials.",
         f"Return of materials completed by {recipient} on {d(returned)}.",
+        f"{recipient} certified on {d(returned)} the destruction of all materials.",
     )))
     meeting = plus(first_sign, -rng.randint(5, 40))
     case.extra_events.append((meeting, w.pick(
         f"{d(meeting)}: first meeting of {signatory} with both teams.",
         f"On {d(meeting)} {signatory} hosted a kick-off meeting.",
         f"Kick-off meeting led by {signatory} on {d(meeting)}.",
+        f"{signatory} met both teams for the first time on {d(meeting)}.",
     )))
     invoice = plus(shared, rng.randint(3, 30))
     amount = rng.randrange(500, 9000, 50)
@@ -200,6 +226,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(invoice)}: {recipient} paid an invoice of {m(amount)} for test equipment.",
         f"On {d(invoice)} an equipment invoice of {m(amount)} was settled by {recipient}.",
         f"Invoice for test equipment ({m(amount)}) paid on {d(invoice)}.",
+        f"{recipient} settled a {m(amount)} bill for test equipment on {d(invoice)}.",
     )))
 
     case.labels = {

@@ -14,41 +14,49 @@ QUESTIONS = {
         "What is the total value of the contract?",
         "Adding up all the order lines, what is the contract worth?",
         "What is the combined value of {buyer}'s order with {supplier}?",
+        "In total, how much is the contract worth?",
     )),
     "emergency_exception": QuestionSpec(BOOLEAN, (
         "Does the emergency exception to the quotation rules apply to this purchase?",
         "Can the buyer rely on the emergency procurement exception?",
         "Is {buyer}'s purchase covered by the emergency exception?",
+        "Does the emergency exception let this purchase bypass the usual quotation requirements?",
     )),
     "procedure_required": QuestionSpec(enum("single quote", "three quotes", "open tender"), (
         "Which procurement procedure did the rules require for this purchase?",
         "What procedure applied: a single quote, three quotes, or an open tender?",
         "Which procedure was {buyer} obliged to follow?",
+        "Under the rules, what procurement route was mandatory for this purchase?",
     )),
     "quotes_obtained": QuestionSpec(integer(0, 20), (
         "How many written quotes or bids did the buyer obtain?",
         "How many offers were received before the contract was awarded?",
         "How many quotes or bids did {buyer} collect?",
+        "In total, what number of written quotes or tender bids came in for this purchase?",
     )),
     "procedure_followed": QuestionSpec(BOOLEAN, (
         "Did the buyer follow the required procurement procedure?",
         "Was the award to {supplier} made in line with the required procedure?",
         "Did {buyer} comply with the procedure that applied?",
+        "Was the purchase carried out using the procedure that the rules required?",
     )),
     "payment_due_date": QuestionSpec(DATE, (
         "By what date was the supplier's invoice due for payment?",
         "On what date did payment of the invoice fall due?",
         "What was the payment deadline for {supplier}'s invoice?",
+        "Under the payment terms, what was the due date of the supplier's invoice?",
     )),
     "paid_on_time": QuestionSpec(BOOLEAN, (
         "Was the invoice paid by its due date?",
         "Did payment of {supplier}'s invoice meet the payment terms?",
         "Did {buyer} pay {supplier} on time?",
+        "Was the supplier paid no later than the invoice's due date?",
     )),
     "audit_finding": QuestionSpec(enum("satisfactory", "unsatisfactory"), (
         "What is the audit finding for this purchase?",
         "Is the purchase file satisfactory or unsatisfactory?",
         "How should the audit of {buyer}'s purchase be graded?",
+        "Does the purchase file pass audit as satisfactory, or is it unsatisfactory?",
     )),
 }
 
@@ -91,40 +99,48 @@ def build(rng: random.Random, w: Wording) -> Case:
     finding = "satisfactory" if followed and on_time else "unsatisfactory"
 
     case = Case(
-        title=w.pick("Procurement audit file", "Purchase review and payment record", "Contract award check"),
+        title=w.pick("Procurement audit file", "Purchase review and payment record", "Contract award check",
+                     "Purchasing compliance dossier"),
         header=[("Buyer", buyer), ("Supplier", supplier)],
         slots={"buyer": buyer, "supplier": supplier},
     )
     m, d = w.money, w.date
-    case.clauses.append((w.pick("Thresholds", "Procedure by value", "Quotation rules"), w.pick(
+    case.clauses.append((w.pick("Thresholds", "Procedure by value", "Quotation rules", "Value bands"), w.pick(
         f"Contracts under {m(low)} need a single written quote. From {m(low)} up to but not including {m(high)}, "
         f"three written quotes are required. Contracts of {m(high)} or more require an advertised open tender.",
         f"One quote suffices below {m(low)}; three quotes are needed at {m(low)} or more; an open tender, "
         f"publicly advertised, is mandatory at {m(high)} or more.",
         f"The procedure depends on total value: below {m(low)}, one quote; {m(low)} and above, three quotes; "
         f"{m(high)} and above, open advertised tender.",
+        f"A contract valued at {m(high)} or more shall be let by advertised open tender; one of {m(low)} or more "
+        f"but less than {m(high)} shall require three written quotes; any smaller one, a single written quote.",
     )))
     if has_exception:
-        case.clauses.append((w.pick("Emergencies", "Urgent needs", "Exception"), w.pick(
+        case.clauses.append((w.pick("Emergencies", "Urgent needs", "Exception", "Emergency purchases"), w.pick(
             "Where the chief executive has declared an emergency in writing, a single quote is enough whatever "
             "the value.",
             "A written emergency declaration by the chief executive allows the purchase on one quote, at any value.",
             "Whatever the value, one quote suffices for purchases made under a written emergency declaration of "
             "the chief executive.",
+            "Once the chief executive has declared an emergency in writing, only one quote is needed, however "
+            "large the contract.",
         )))
-    case.clauses.append((w.pick("Payment", "Invoices", "Payment terms"), w.pick(
+    case.clauses.append((w.pick("Payment", "Invoices", "Payment terms", "Settlement of invoices"), w.pick(
         f"Invoices are paid within {terms} days of receipt; the invoice date does not matter. A file is "
         f"satisfactory only if the required procedure was followed and the invoice was paid on time.",
         f"Payment falls due {terms} days after the invoice is received. Audit grades a file satisfactory when "
         f"both the procedure and the payment terms were respected, otherwise unsatisfactory.",
         f"The buyer pays no later than {terms} days from receiving an invoice. Unless the right procedure was "
         f"used and payment was on time, the file is unsatisfactory.",
+        f"Payment deadline: {terms} days counted from the day the invoice arrives, not from its date. Audit "
+        f"result: satisfactory if the required procedure was followed and payment was on time; else unsatisfactory.",
     )))
     sign_off = rng.choice((20000, 25000, 30000))
-    case.extra_clauses.append((w.pick("Approval", "Sign-off", "Authority"), w.pick(
+    case.extra_clauses.append((w.pick("Approval", "Sign-off", "Authority", "Order approval"), w.pick(
         f"Orders above {m(sign_off)} are signed off by a director.",
         "Every order is countersigned by the finance team.",
         "Orders need finance approval before they are placed.",
+        f"Any order exceeding {m(sign_off)} requires a director's signature.",
     )))
 
     order = "; ".join(f"{g} {m(v)}" for g, v in zip(goods, lines))
@@ -138,6 +154,8 @@ def build(rng: random.Random, w: Wording) -> Case:
             else f"On {d(declared)} staff described the need as urgent; no emergency was declared.",
             f"Emergency declared in writing by the chief executive, {d(declared)}." if written
             else f"Urgency noted by the department on {d(declared)} (no formal declaration).",
+            f"Following flooding, the chief executive issued a written declaration of emergency on {d(declared)}."
+            if written else f"Operations manager's request of {d(declared)}: expedite the order as urgent.",
         )))
     if advertised:
         sourcing = f"an open tender was advertised and {quotes} bids were received"
@@ -148,21 +166,25 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(before)}: {sourcing}.",
         f"By {d(before)} {sourcing}.",
         f"Sourcing closed {d(before)}: {sourcing}.",
+        f"As of {d(before)}, {sourcing}.",
     )))
     case.events.append((awarded, w.pick(
         f"{d(awarded)}: contract awarded to {supplier}. Order lines: {order}.",
         f"On {d(awarded)} the order went to {supplier} ({order}).",
         f"Award to {supplier} on {d(awarded)}, covering {order}.",
+        f"{supplier} won the contract on {d(awarded)}; lines ordered: {order}.",
     )))
     case.events.append((received, w.pick(
         f"{d(received)}: invoice dated {d(issued)} received from {supplier}.",
         f"On {d(received)} the buyer received {supplier}'s invoice, which is dated {d(issued)}.",
         f"Invoice (dated {d(issued)}) reached the buyer on {d(received)}.",
+        f"Received {d(received)}: invoice from {supplier}, issue date {d(issued)}.",
     )))
     case.events.append((paid, w.pick(
         f"{d(paid)}: invoice paid in full.",
         f"On {d(paid)} the invoice was paid.",
         f"Payment made {d(paid)}.",
+        f"The invoice was settled in full on {d(paid)}.",
     )))
     budget = plus(awarded, -rng.randint(40, 120))
     budget_amount = rng.randrange(50000, 99000, 1000)
@@ -170,6 +192,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(budget)}: annual budget of {m(budget_amount)} approved for the department.",
         f"On {d(budget)} the department's budget was set at {m(budget_amount)}.",
         f"Departmental budget of {m(budget_amount)} approved {d(budget)}.",
+        f"The department was granted an annual budget of {m(budget_amount)} on {d(budget)}.",
     )))
 
     case.labels = {

@@ -13,41 +13,49 @@ QUESTIONS = {
         "Was the mission requested by an emergency service?",
         "Is this flight an emergency-service mission in the sense of the operations manual?",
         "Did an emergency service request mission {mission}?",
+        "Was the request for this mission made by an emergency service?",
     )),
     "wind_limit_kmh": QuestionSpec(integer(0, 200), (
         "What maximum wind speed, in km/h, applies to this flight?",
         "What is the wind limit for this mission in km/h?",
         "Up to what forecast wind speed (km/h) may mission {mission} fly?",
+        "Expressed in km/h, which wind speed ceiling governs this flight?",
     )),
     "wind_within_limit": QuestionSpec(BOOLEAN, (
         "Is the forecast wind within the applicable limit?",
         "Does the wind forecast allow the flight?",
         "Is the forecast wind for mission {mission} at or below its limit?",
+        "Is the predicted wind speed acceptable under the wind limit that applies?",
     )),
     "inspection_age_days": QuestionSpec(integer(0, 365), (
         "How many days before the flight was the drone last inspected?",
         "How old, in days, is the drone's last inspection on the flight date?",
         "How many days separate {drone}'s last inspection from the flight?",
+        "Counting in days, how long before the flight date did the drone's most recent inspection take place?",
     )),
     "inspection_due_date": QuestionSpec(DATE, (
         "By what date was the drone's next inspection due?",
         "Until what date does the last inspection remain valid?",
         "When does {drone}'s inspection run out?",
+        "What date marks the end of the drone's current inspection interval?",
     )),
     "inspection_current": QuestionSpec(BOOLEAN, (
         "Is the drone's inspection current on the flight date?",
         "Was the aircraft inspected recently enough to fly?",
         "Is {drone} within its inspection interval for this flight?",
+        "On the day of the flight, is the drone's inspection still in date?",
     )),
     "pilot_certificate_valid": QuestionSpec(BOOLEAN, (
         "Is the assigned pilot's certificate valid on the flight date?",
         "Does {pilot} hold an unexpired certificate for the flight?",
         "Is {pilot}'s remote pilot certificate in force on the day of the flight?",
+        "Will {pilot} be flying on a certificate that is still valid on the flight date?",
     )),
     "dispatch_decision": QuestionSpec(enum("go", "no-go"), (
         "Should the flight be dispatched: go or no-go?",
         "What is the dispatch decision for mission {mission}?",
         "Is mission {mission} a go or a no-go?",
+        "Go or no-go: what should dispatch decide for this flight?",
     )),
 }
 
@@ -77,7 +85,8 @@ def build(rng: random.Random, w: Wording) -> Case:
     go = wind_ok and current and valid
 
     case = Case(
-        title=w.pick("Drone mission dispatch sheet", "UAV flight authorisation record", "Remote flight go/no-go check"),
+        title=w.pick("Drone mission dispatch sheet", "UAV flight authorisation record", "Remote flight go/no-go check",
+                     "Unmanned aircraft dispatch log"),
         header=[("Operator", operator), ("Mission", mission), ("Aircraft", drone), ("Pilot", pilot),
                 ("Flight date", w.date(flight))],
         slots={"mission": mission, "drone": drone, "pilot": pilot},
@@ -87,6 +96,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"No flight may be dispatched if the forecast wind exceeds {normal} km/h.",
         f"The wind limit is {normal} km/h; a higher forecast means no-go.",
         f"Flights are cancelled when the forecast wind is above {normal} km/h.",
+        f"Dispatch is prohibited for any forecast wind exceeding {normal} km/h.",
     )
     if has_exception:
         weather += " " + w.pick(
@@ -95,26 +105,33 @@ def build(rng: random.Random, w: Wording) -> Case:
             f"to {raised} km/h.",
             f"When an emergency service (fire service, police or coastguard) requests the mission, {raised} km/h "
             f"applies instead.",
+            f"If the police, the coastguard or the fire service requested the mission, the wind limit rises to "
+            f"{raised} km/h.",
         )
-    case.clauses.append((w.pick("Weather", "Wind limits", "Meteorology"), weather))
-    case.clauses.append((w.pick("Airworthiness", "Maintenance", "Inspections"), w.pick(
+    case.clauses.append((w.pick("Weather", "Wind limits", "Meteorology", "Flight conditions"), weather))
+    case.clauses.append((w.pick("Airworthiness", "Maintenance", "Inspections", "Aircraft checks"), w.pick(
         f"An aircraft may fly only if its last inspection was no more than {interval} days before the flight.",
         f"Inspections are valid for {interval} days; the flight date must not be later than the inspection date "
         f"plus {interval} days.",
         f"Each drone must be re-inspected every {interval} days or it is grounded.",
+        f"Inspection currency: the gap between the last inspection and the flight date shall not exceed "
+        f"{interval} days, failing which the aircraft may not fly.",
     )))
-    case.clauses.append((w.pick("Crew", "Pilot", "Licensing"), w.pick(
+    case.clauses.append((w.pick("Crew", "Pilot", "Licensing", "Flight crew"), w.pick(
         "The pilot's remote pilot certificate must be valid on the flight date. A flight is a go only if the "
         "wind, inspection and certificate requirements are all met.",
         "Only pilots with a certificate unexpired on the day may fly. Any failed requirement (wind, inspection or "
         "certificate) makes the flight a no-go.",
         "Dispatch is go when the wind is within limits, the inspection is current and the pilot's certificate "
         "has not expired on the flight date; otherwise no-go.",
+        "On the flight date the pilot shall hold a valid remote pilot certificate. Unless the wind, inspection "
+        "and certificate conditions are each satisfied, the flight is a no-go.",
     )))
-    case.extra_clauses.append((w.pick("Altitude", "Height", "Airspace"), w.pick(
+    case.extra_clauses.append((w.pick("Altitude", "Height", "Airspace", "Ceiling"), w.pick(
         f"Flights stay below {max_height} m above ground.",
         f"Maximum height: {max_height} m.",
         f"Do not climb above {max_height} m.",
+        f"Keep under {max_height} m above ground level at all times.",
     )))
 
     requester = (rng.choice(("the county fire service", "the coastguard", "the police")) if requested_by_service
@@ -124,34 +141,42 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{d(request)}: mission {mission} requested by {requester}.",
         f"On {d(request)} {requester} asked for mission {mission}.",
         f"Request for mission {mission} received from {requester} on {d(request)}.",
+        f"Mission {mission} was requested on {d(request)} by {requester}.",
     )))
     case.events.append((inspected, w.pick(
         f"{d(inspected)}: {drone} passed its scheduled inspection.",
         f"On {d(inspected)} {drone} was last inspected.",
         f"Last inspection of {drone}: {d(inspected)}.",
+        f"{drone} successfully completed a scheduled inspection on {d(inspected)}.",
     )))
     case.events.append((flight, w.pick(
         f"{d(flight)}: forecast wind {wind} km/h. {pilot}'s certificate expires on {d(expiry)}.",
         f"On the flight date the forecast wind is {wind} km/h; {pilot} holds a certificate valid until {d(expiry)}.",
         f"Forecast for {d(flight)}: wind {wind} km/h. Pilot certificate expiry: {d(expiry)}.",
+        f"The outlook for the flight day, {d(flight)}, puts the wind at {wind} km/h, and {pilot}'s certificate "
+        f"expires on {d(expiry)}.",
     )))
     other_inspection = plus(flight, -rng.randint(1, 200))
     case.extra_events.append((other_inspection, w.pick(
         f"{d(other_inspection)}: the spare drone was inspected.",
         f"On {d(other_inspection)} the backup aircraft passed inspection.",
         f"Spare aircraft inspected {d(other_inspection)}.",
+        f"The spare drone underwent inspection on {d(other_inspection)}.",
     )))
     other_expiry = plus(flight, rng.randint(-300, 300))
     case.extra_events.append((plus(flight, -6), w.pick(
         f"{d(plus(flight, -6))}: {other_pilot} (standby pilot, certificate expiring {d(other_expiry)}) rostered.",
         f"On {d(plus(flight, -6))} {other_pilot} was put on standby; that certificate expires {d(other_expiry)}.",
         f"Standby pilot {other_pilot} rostered on {d(plus(flight, -6))}, certificate valid to {d(other_expiry)}.",
+        f"{other_pilot}, whose certificate expires {d(other_expiry)}, was rostered as standby pilot on "
+        f"{d(plus(flight, -6))}.",
     )))
     batteries = rng.randrange(300, 2000, 10)
     case.extra_events.append((plus(flight, -rng.randint(7, 60)), w.pick(
         f"New batteries bought for {m(batteries)}.",
         f"Battery purchase of {m(batteries)} recorded.",
         f"Replacement batteries invoiced at {m(batteries)}.",
+        f"Cost of new batteries: {m(batteries)}.",
     )))
 
     case.labels = {
