@@ -179,7 +179,7 @@ def _eval(args: argparse.Namespace) -> int:
         cells = []
         for mode in modes:
             value = flat[mode].get(key, "")
-            cells.append(f"{value:.4f}".rjust(14) if isinstance(value, float) else str(value).rjust(14))
+            cells.append(_cell(value).rjust(14))
         print(key.ljust(28) + "".join(cells))
     return 0
 
@@ -248,6 +248,15 @@ def _rank_gold_evidence_first(engine, groups, retrieval: str) -> str | None:
 
 
 BY_QUESTION = ("accuracy_by_question", "questions_by_question", "prior_accuracy_by_question")  # --json only
+
+
+def _cell(value) -> str:
+    """One figure of the text table: floats to four places, an interval as "low-high"."""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, list) and all(isinstance(v, float) for v in value):
+        return "-".join(f"{v:.3f}" for v in value)
+    return str(value)
 
 
 def _flatten(metrics: dict) -> dict:

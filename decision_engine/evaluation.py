@@ -15,7 +15,7 @@ from .decoding.layout import Layout
 from .engine import DecisionEngine
 from .errors import RequestError
 from .kinds import same_answer
-from .metrics import expected_calibration_error, grounding_reachable, overlaps
+from .metrics import expected_calibration_error, group_bootstrap_interval, grounding_reachable, overlaps
 from .retrieval.coverage import covers
 from .rules import RuleSet
 from .types import AnswerSchema, DecisionResponse
@@ -133,6 +133,7 @@ def evaluate(
     agree_prior = 0
     by_type: dict[str, list[int]] = {}  # answer type -> [right, asked]
     by_question: dict[str, list[int]] = {}  # question id -> [right, asked, the yardstick right]
+    per_group: list[tuple[int, int]] = []  # (right, asked) of each decided group
     elapsed = 0.0
     skipped = 0
     for start in range(0, len(groups), batch_size):
@@ -161,6 +162,7 @@ def evaluate(
             if not isinstance(response, DecisionResponse):  # an engine failure: every answer counts invalid
                 invalid += len(ids)
                 answered += len(ids)
+                per_group.append((0, len(ids)))
                 for q in request.questions:
                     by_type.setdefault(kind(q.schema), [0, 0])[1] += 1
                 continue
@@ -199,6 +201,7 @@ def evaluate(
                     asked[2] += same_answer(q.schema, priors.get(q.id), g.labels.get(q.id))
             answered += len(ids)
             groups_right += all(right)
+            per_group.append((sum(right), len(ids)))
     decided = len(groups) - skipped
     metrics: dict[str, Any] = {
         "per_question_accuracy": correct / answered if answered else 0.0,
@@ -215,6 +218,9 @@ def evaluate(
         "accuracy_by_type": {t: right / asked for t, (right, asked) in sorted(by_type.items())},
         "questions_by_type": {t: asked for t, (_, asked) in sorted(by_type.items())},
     }
+    # 95% intervals from resampling whole groups: how far a figure could move on another draw of this size.
+    metrics["per_question_accuracy_ci95"] = list(group_bootstrap_interval(per_group))
+    metrics["group_accuracy_ci95"] = list(group_bootstrap_interval([(int(r == a), 1) for r, a in per_group]))
     # Per question id (JSON only): where a set's points are won and lost, beside the yardstick's.
     metrics["accuracy_by_question"] = {q: right / asked for q, (right, asked, _) in sorted(by_question.items())}
     metrics["questions_by_question"] = {q: asked for q, (_, asked, _) in sorted(by_question.items())}

@@ -3,9 +3,32 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from collections.abc import Sequence
 
 CALIBRATION_BINS = 10
+BOOTSTRAP_RESAMPLES = 1000
+
+
+def group_bootstrap_interval(
+    per_group: Sequence[tuple[int, int]], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """A `level` percentile interval of sum(right) / sum(asked) over `per_group` (right, asked) pairs,
+    resampling whole groups, since the answers of one group (one document, linked questions) are not
+    independent draws. The same inputs always give the same interval."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    groups = [(right, asked) for right, asked in per_group if asked]
+    if not groups:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    shares = []
+    for _ in range(resamples):
+        drawn = rng.choices(groups, k=len(groups))
+        shares.append(sum(r for r, _ in drawn) / sum(a for _, a in drawn))
+    shares.sort()
+    tail = (1.0 - level) / 2
+    return (shares[int(tail * (resamples - 1))], shares[round((1.0 - tail) * (resamples - 1))])
 
 
 def expected_calibration_error(confidences: Sequence[float], right: Sequence[bool], bins: int = CALIBRATION_BINS) -> float:

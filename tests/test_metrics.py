@@ -1,10 +1,10 @@
-"""The figures eval reports beside accuracy: calibration error, first-evidence overlap, grounding reach."""
+"""The figures eval reports beside accuracy: calibration error, first-evidence overlap, grounding reach, intervals."""
 
 from __future__ import annotations
 
 import pytest
 
-from decision_engine.metrics import expected_calibration_error, grounding_reachable, overlaps
+from decision_engine.metrics import expected_calibration_error, group_bootstrap_interval, grounding_reachable, overlaps
 from decision_engine.types import AnswerSchema
 
 
@@ -53,3 +53,35 @@ def test_grounding_reach_of_integers_and_dates():
     assert grounding_reachable(DOCUMENT, date, "2024-04-07") is True  # 8 March 2024 + 30 days
     assert grounding_reachable(DOCUMENT, date, "2024-05-01") is False
     assert grounding_reachable(DOCUMENT, AnswerSchema(type="boolean"), True) is None
+
+
+def test_group_interval_holds_the_estimate_and_is_repeatable():
+    per_group = [(3, 4), (4, 4), (1, 5), (6, 8), (2, 4), (5, 5)] * 10
+    low, high = group_bootstrap_interval(per_group)
+    estimate = sum(r for r, _ in per_group) / sum(a for _, a in per_group)
+    assert low < estimate < high
+    assert (low, high) == group_bootstrap_interval(per_group)
+
+
+def test_group_interval_narrows_with_more_groups():
+    few = [(3, 4), (1, 4), (4, 4), (2, 4)] * 5
+    many = few * 20
+    low_few, high_few = group_bootstrap_interval(few)
+    low_many, high_many = group_bootstrap_interval(many)
+    assert high_many - low_many < (high_few - low_few) / 2
+
+
+def test_group_interval_resamples_groups_not_answers():
+    """Groups all right or all wrong are one draw each: wider than the same answers as single questions."""
+    clustered = [(8, 8)] * 10 + [(0, 8)] * 10
+    loose = [(1, 1)] * 80 + [(0, 1)] * 80
+    assert group_bootstrap_interval(clustered)[1] - group_bootstrap_interval(clustered)[0] > 1.5 * (
+        group_bootstrap_interval(loose)[1] - group_bootstrap_interval(loose)[0]
+    )
+
+
+def test_group_interval_edges():
+    assert group_bootstrap_interval([]) == (0.0, 0.0)
+    assert group_bootstrap_interval([(4, 4), (2, 2)]) == (1.0, 1.0)
+    with pytest.raises(ValueError, match="level"):
+        group_bootstrap_interval([(1, 2)], level=1.5)

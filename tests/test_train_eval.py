@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -162,6 +163,9 @@ def test_eval_jsonl_reports_every_mode(smoke_checkpoint, capsys):
         assert metrics["groups"] == 2 and metrics["questions"] == 14
         assert metrics["invalid"] == 0 and metrics["rule_violations"] == 0
         assert 0.0 <= metrics["per_question_accuracy"] <= 1.0
+        for figure in ("per_question_accuracy", "group_accuracy"):
+            low, high = metrics[f"{figure}_ci95"]
+            assert low <= metrics[figure] <= high
 
 
 def test_eval_generated_validation_groups(smoke_checkpoint, tmp_path, capsys):
@@ -171,6 +175,7 @@ def test_eval_generated_validation_groups(smoke_checkpoint, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "per_question_accuracy" in out and "group_accuracy" in out
     assert "accuracy_by_type.boolean" in out
+    assert re.search(r"per_question_accuracy_ci95 +[01]\.\d{3}-[01]\.\d{3}$", out, re.MULTILINE)
 
 
 def test_eval_accuracy_by_type_adds_up_to_the_whole(smoke_checkpoint, tmp_path, capsys):
