@@ -124,7 +124,7 @@ def evaluate(
 ) -> dict[str, Any]:
     """Metrics of one mode over labelled groups; with `priors` (question id -> a fixed answer, such as
     its most common training label) also that yardstick's accuracy and how often the model agrees with it."""
-    correct = answered = groups_right = invalid = violations = steps = passes = 0
+    invalid = violations = steps = passes = 0
     evidence_hit = evidence_total = 0
     first_hit = first_total = 0  # answers with gold evidence, and those whose first evidence span overlaps it
     chosen: list[tuple[float, bool]] = []  # (confidence, right) of every answer the model chose
@@ -161,7 +161,6 @@ def evaluate(
                         evidence_hit += covers(shown, gold_range)
             if not isinstance(response, DecisionResponse):  # an engine failure: every answer counts invalid
                 invalid += len(ids)
-                answered += len(ids)
                 per_group.append((0, len(ids)))
                 for q in request.questions:
                     by_type.setdefault(kind(q.schema), [0, 0])[1] += 1
@@ -177,7 +176,6 @@ def evaluate(
             pairs.extend((q.schema, g.labels.get(q.id), v) for q, v in given)
             if priors is not None:
                 agree_prior += sum(same_answer(q.schema, priors.get(q.id), v) for q, v in given)
-            correct += sum(right)
             for q, answer, ok in zip(request.questions, response.answers, right):
                 if answer.fixed_by == "model":
                     chosen.append((answer.confidence, ok))
@@ -199,10 +197,11 @@ def evaluate(
                 asked[1] += 1
                 if priors is not None:
                     asked[2] += same_answer(q.schema, priors.get(q.id), g.labels.get(q.id))
-            answered += len(ids)
-            groups_right += all(right)
             per_group.append((sum(right), len(ids)))
     decided = len(groups) - skipped
+    correct = sum(r for r, _ in per_group)
+    answered = sum(a for _, a in per_group)
+    groups_right = sum(r == a for r, a in per_group)
     metrics: dict[str, Any] = {
         "per_question_accuracy": correct / answered if answered else 0.0,
         "group_accuracy": groups_right / decided if decided else 0.0,
