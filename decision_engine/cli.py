@@ -322,6 +322,12 @@ def _fit_comparer(args: argparse.Namespace) -> int:
     return _fit_part(args, add_comparison_chooser)
 
 
+def _fit_siblings(args: argparse.Namespace) -> int:
+    from .training.sibling_fit import add_sibling_weights
+
+    return _fit_part(args, add_sibling_weights)
+
+
 def _fit_choices(args: argparse.Namespace) -> int:
     from .training.choice_fit import add_choice_reader
 
@@ -533,6 +539,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="each question's copy also reads its mentions in the document with a quarter of the other words left out",
     )
     chooser.set_defaults(func=_fit_chooser)
+
+    siblings = sub.add_parser(
+        "fit-siblings",
+        help="fit how a checkpoint's value chooser weighs what the other questions of a joint request answer",
+    )
+    _add_fit_arguments(
+        siblings, 'checkpoint folder with a value chooser, or "bundled" (default)', "its sibling weights", 30,
+        "integer and date questions",
+    )
+    siblings.set_defaults(func=_fit_siblings, groups=400)
 
     comparer = sub.add_parser(
         "fit-comparer", help="fit a comparison chooser (boolean slots answered by comparing two values) onto a checkpoint"

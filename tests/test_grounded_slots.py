@@ -85,7 +85,7 @@ class FixedGrounder:
     def __init__(self, pick):
         self.pick = pick
 
-    def __call__(self, document, questions, spaces):
+    def __call__(self, document, questions, spaces, joint=True):
         mentions = find_mentions(document)
         out = list(spaces)
         for i, q in enumerate(questions):

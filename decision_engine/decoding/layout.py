@@ -68,7 +68,9 @@ class ContextChoice:
 class Grounding(Protocol):
     """Replaces slot spaces with grounded ones where the document offers candidate values."""
 
-    def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]: ...
+    def __call__(
+        self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace], joint: bool = True
+    ) -> list[SlotSpace]: ...
 
 
 class ContextBuilder(Protocol):
@@ -188,7 +190,7 @@ def lay_out(
         build_space(q.schema, vocab, rules.classes[i], f"questions[{i}].schema") for i, q in enumerate(request.questions)
     ]
     if grounder is not None:
-        spaces = grounder(request.document.text, request.questions, spaces)
+        spaces = grounder(request.document.text, request.questions, spaces, joint=mode != "independent")
     options = request.options
     cap = options.context_tokens or context_tokens
     lengths = [s.length for s in spaces]

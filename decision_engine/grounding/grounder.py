@@ -21,6 +21,7 @@ from ..types import Evidence, Question
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
+from .siblings import group_sibling_features
 from .slot_candidates import candidate_text, is_grounded, slot_candidates
 
 
@@ -57,7 +58,12 @@ class Grounder:
         with self._lock:
             self._documents.clear()
 
-    def __call__(self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace]) -> list[SlotSpace]:
+    def __call__(
+        self, document: str, questions: Sequence[Question], spaces: Sequence[SlotSpace], joint: bool = True
+    ) -> list[SlotSpace]:
+        """The spaces with integer and date slots grounded (and booleans compared, with a comparer).
+        `joint`: the questions are answered together, so each grounded slot also weighs what the
+        others answer (`grounding.siblings`); False answers each as if asked alone."""
         out = list(spaces)
         asked = [i for i, q in enumerate(questions) if is_grounded(q.schema) or self._compares(q)]
         if not asked:
@@ -76,6 +82,7 @@ class Grounder:
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        chosen: list[tuple[int, tuple, torch.Tensor]] = []  # (slot, the chooser's inputs, its logits alone)
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
@@ -84,16 +91,34 @@ class Grounder:
             candidates, table, values = self._candidates(read, questions[i].schema)
             if table is None:
                 continue
+            inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
+                      torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
-                logits = self.chooser(
-                    vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
-                    torch.ones((1, len(candidates)), dtype=torch.bool),
-                )[0]
+                chosen.append((i, inputs, self.chooser(*inputs)[0]))
+        if joint and len(chosen) > 1 and self._weighs_siblings():
+            chosen = self._with_siblings(read, questions, chosen)
+        for i, _, logits in chosen:
+            candidates, _, values = self._candidates(read, questions[i].schema)
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         if compared:
             for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared)):
                 out[i] = space or spaces[i]
         return out
+
+    def _weighs_siblings(self) -> bool:
+        return any(name.endswith("sibling") and bool(p.any()) for name, p in self.chooser.named_parameters())
+
+    def _with_siblings(self, read: _Grounding, questions: Sequence[Question], chosen: list) -> list:
+        """Each slot's logits again, now weighing what the other slots answer alone (`grounding.siblings`)."""
+        slots = [
+            (self._candidates(read, questions[i].schema)[0], read.mentions, logits.softmax(-1)[:-1])
+            for i, _, logits in chosen
+        ]
+        again = []
+        for (i, inputs, _), siblings in zip(chosen, group_sibling_features(slots)):
+            with torch.no_grad():
+                again.append((i, inputs, self.chooser(*inputs, siblings=siblings[None])[0]))
+        return again
 
     def _compares(self, question: Question) -> bool:
         return self.comparer is not None and question.schema.type == "boolean"

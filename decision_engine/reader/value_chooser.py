@@ -6,7 +6,10 @@ mention as its own tokens and a cue: the words before it, or with `fit-chooser -
 words on both sides of it (`cue_view`; which one is saved with the chooser's weights). The chooser
 scores a candidate by what its question wants of each operand under that operation (a bilinear form
 per operation and operand role over the mention's vector, kind and place among the document's
-values), plus how well the operation suits the question and how the operands lie in the text.
+values), plus how well the operation suits the question and how the operands lie in the text. Asked jointly,
+a candidate's score also weighs what the group's other questions answer (`grounding.siblings`): one
+weight per operation on how likely they are to answer its value, its first operand and its later
+operands (`ValueChooser.sibling`, fitted by `decision-engine fit-siblings`; zero where unfitted).
 Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`), its
 scores are the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
 """
@@ -37,6 +40,7 @@ RANK = 64  # width of each operand role's bilinear form
 ROLES = 2  # per operation: the first operand, and every later one
 MAX_OPERANDS = 4  # sums take up to four amounts
 QUESTION_CODE = 16  # the question as the candidate scorer reads it
+SIBLING_FEATURES = 3  # how likely the other questions of the group answer a candidate's value, its first operand, its later ones
 DROPOUT = 0.7  # on the frozen vectors while training: the chooser must not learn templates by heart
 
 
@@ -184,6 +188,8 @@ class ValueChooser(nn.Module):
             nn.Linear(CANDIDATE_FEATURES + QUESTION_CODE + len(OPERATIONS), 32), nn.GELU(), nn.Linear(32, 1)
         )
         self.write = nn.Linear(dim, 1)
+        # per operation, the weight of SIBLING_FEATURES: zero until fitted, so a chooser scores as it did
+        self.sibling = nn.Parameter(torch.zeros(len(OPERATIONS), SIBLING_FEATURES))
         self.drop = nn.Dropout(dropout)
 
     def forward(
@@ -194,6 +200,7 @@ class ValueChooser(nn.Module):
         operands: torch.Tensor,  # (B, K, MAX_OPERANDS) mention index, -1 where absent
         features: torch.Tensor,  # (B, K, CANDIDATE_FEATURES)
         valid: torch.Tensor,  # (B, K) True on real candidates
+        siblings: torch.Tensor | None = None,  # (B, K, SIBLING_FEATURES) what the other questions answer (joint only)
     ) -> torch.Tensor:
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
         mentions = cue_view(mentions, bool(self.around_cue > 0.5))
@@ -218,6 +225,8 @@ class ValueChooser(nn.Module):
         code = self.question_code(questions)[:, None].expand(b, k, QUESTION_CODE)
         layout = self.layout(torch.cat([features, code, nn.functional.one_hot(operations, ops).float()], dim=-1)).squeeze(-1)
         scores = first + later_mean + torch.gather(self.operation(questions), 1, operations) + layout  # (B, K)
+        if siblings is not None:
+            scores = scores + (siblings * self.sibling[operations]).sum(-1)
         scores = scores.masked_fill(~valid, float("-inf"))
         return torch.cat([scores, self.write(questions)], dim=-1)
 

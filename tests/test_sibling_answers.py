@@ -1,0 +1,150 @@
+"""Grounded slots asked together weigh what the group's other questions answer."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import torch
+
+from decision_engine.decoding.grounded_space import GroundedSpace
+from decision_engine.decoding.slot_space import build_space
+from decision_engine.grounding.candidates import OPERATIONS
+from decision_engine.grounding.grounder import Grounder
+from decision_engine.grounding.mentions import find_mentions
+from decision_engine.grounding.siblings import answer_mass, group_sibling_features, sibling_features, value_key
+from decision_engine.grounding.slot_candidates import slot_candidates
+from decision_engine.reader.value_chooser import ValueChooser
+from decision_engine.rules import RuleSet
+from decision_engine.training.sibling_fit import sibling_accuracy, sibling_examples, train_sibling_weights
+from decision_engine.types import AnswerSchema
+from decision_engine.validation import request_from_object
+
+DOCUMENT = (
+    "Tenancy record.\n"
+    "The deposit of $1,450 was paid on 8 March 2024.\n"
+    "The rent is 900 a month, and notice takes 30 days.\n"
+    "The tenant gave notice on 2 May 2024."
+)
+AMOUNT = {"type": "integer", "minimum": 0, "maximum": 100000}
+DAY = {"type": "string", "format": "date"}
+
+
+def test_the_mass_of_a_value_is_the_most_any_one_other_slot_gives_it():
+    mass = answer_mass([([1450, 900], torch.tensor([0.75, 0.25])), ([900, 30], torch.tensor([0.5, 0.125]))])
+    assert mass == {value_key(1450): 0.75, value_key(900): 0.5, value_key(30): 0.125}
+    assert value_key(30) != value_key(dt.date(2024, 3, 8))  # a count is not a date
+
+
+def test_sibling_features_read_the_mass_at_a_candidates_value_and_operands():
+    mentions = find_mentions(DOCUMENT)
+    candidates = slot_candidates(AnswerSchema(type="string", format="date"), mentions)
+    may = dt.date(2024, 5, 2)
+    mass = {value_key(may): 0.75, value_key(30): 0.5}
+    rows = {c.describe(): row for c, row in zip(candidates, sibling_features(candidates, mentions, mass).tolist())}
+    assert rows["copy 2024-05-02"] == [0.75, 0.75, 0.0]  # its value and its one operand
+    assert rows["2024-05-02 + 30 days"] == [0.0, 0.75, 0.5]  # the date it counts from, then the duration
+    assert rows["2024-03-08 + 30 days"] == [0.0, 0.0, 0.5]
+    assert sibling_features([], mentions, mass).shape == (0, 3)
+
+
+def test_each_slot_reads_only_the_other_slots_answers():
+    mentions = find_mentions(DOCUMENT)
+    candidates = slot_candidates(AnswerSchema(**AMOUNT), mentions)
+    sure = torch.zeros(len(candidates))
+    sure[[c.value for c in candidates].index(1450)] = 1.0
+    unsure = torch.full((len(candidates),), 1 / len(candidates))
+    first, second = group_sibling_features([(candidates, mentions, sure), (candidates, mentions, unsure)])
+    at_1450 = [c.value for c in candidates].index(1450)
+    assert torch.allclose(first[:, 0], torch.full((len(candidates),), 1 / len(candidates)))  # only the unsure one
+    assert second[at_1450, 0] == 1.0 and second[:, 0].sum() == 1.0  # only the sure one
+
+
+def test_zero_sibling_weights_score_as_the_chooser_alone():
+    torch.manual_seed(0)
+    chooser = ValueChooser().eval()
+    inputs, siblings = _inputs(chooser)
+    with torch.no_grad():
+        alone = chooser(*inputs)
+        assert torch.equal(chooser(*inputs, siblings=siblings), alone)
+        chooser.sibling[OPERATIONS.index("copy"), 0] = -5.0
+        weighed = chooser(*inputs, siblings=siblings)
+    copies = inputs[2][0] == OPERATIONS.index("copy")
+    changed = ~torch.isclose(weighed[0, :-1], alone[0, :-1])
+    assert changed.any() and not changed[~copies].any()  # only copies, the operation weighed
+
+
+def _inputs(chooser):
+    grounder = Grounder(chooser)
+    mentions = find_mentions(DOCUMENT)
+    candidates = slot_candidates(AnswerSchema(**AMOUNT), mentions)
+    from decision_engine.reader.value_chooser import CandidateTable, mention_features
+
+    table = CandidateTable.of(candidates, mentions)
+    features = mention_features(grounder.embedder, DOCUMENT, mentions)
+    features = torch.cat([features, torch.zeros(len(mentions), 2)], dim=1)
+    question = grounder.embedder.embed_questions(["How much was the deposit?"])[0]
+    inputs = (question[None], features[None], table.operations[None], table.operands[None], table.features[None],
+              torch.ones((1, len(candidates)), dtype=torch.bool))
+    mass = {value_key(1450): 0.9}
+    return inputs, sibling_features(candidates, mentions, mass)[None]
+
+
+def _grounded(grounder, vocab, joint):
+    request = request_from_object({"document": {"text": DOCUMENT}, "questions": [
+        {"id": "deposit", "text": "How much was the deposit?", "schema": AMOUNT},
+        {"id": "held", "text": "How much of the deposit is held?", "schema": AMOUNT},
+    ]})
+    rules = RuleSet.compile([q.schema for q in request.questions], ["deposit", "held"], [])
+    spaces = [build_space(q.schema, vocab, rules.classes[i], "schema") for i, q in enumerate(request.questions)]
+    return grounder(DOCUMENT, request.questions, spaces, joint=joint)
+
+
+def test_only_a_joint_request_weighs_its_siblings(vocab):
+    torch.manual_seed(0)
+    chooser = ValueChooser().eval()
+    grounder = Grounder(chooser)
+    alone = _grounded(grounder, vocab, joint=True)  # sibling weights zero: nothing to weigh
+    independent = _grounded(grounder, vocab, joint=False)
+    with torch.no_grad():
+        chooser.sibling[OPERATIONS.index("copy"), 0] = -20.0  # never copy what another question answers
+    joint = _grounded(grounder, vocab, joint=True)
+    apart = _grounded(grounder, vocab, joint=False)
+    assert all(isinstance(s, GroundedSpace) for s in alone + joint)
+    for before, after, kept in zip(alone, joint, apart):
+        assert torch.equal(kept.choice_logits, before.choice_logits)  # asked alone: as before
+        assert not torch.equal(after.choice_logits, before.choice_logits)
+    assert all(torch.equal(a.choice_logits, b.choice_logits) for a, b in zip(alone, independent))
+
+
+def test_fitting_the_sibling_weights_changes_nothing_else():
+    lines = [{
+        "document": {"text": DOCUMENT},
+        "questions": [
+            {"id": "deposit", "text": "How much was the deposit?", "schema": AMOUNT},
+            {"id": "rent", "text": "What is the monthly rent?", "schema": AMOUNT},
+            {"id": "notice_end", "text": "On what date does the notice period end?", "schema": DAY},
+        ],
+        "labels": {"deposit": 1450, "rent": 900, "notice_end": "2024-06-01"},
+    }] * 4
+    torch.manual_seed(0)
+    chooser = ValueChooser().eval()
+    grounder = Grounder(chooser)
+    examples = sibling_examples(lines, chooser, grounder.embedder)
+    assert len(examples) == 12 and all(e.siblings.shape == (len(e.example.table.operations), 3) for e in examples)
+    kept = {k: v.clone() for k, v in chooser.state_dict().items() if k != "sibling"}
+    before = sibling_accuracy(chooser, examples)
+    fitted = train_sibling_weights(chooser, examples, epochs=20, log=lambda _: None)
+    assert fitted["before"] == before and fitted["after"] >= before
+    assert torch.count_nonzero(chooser.sibling) > 0
+    assert all(torch.equal(chooser.state_dict()[k], v) for k, v in kept.items())
+    assert not any(p.requires_grad for p in chooser.parameters())
+
+
+def test_a_chooser_saved_before_sibling_weights_existed_loads_without_any():
+    from decision_engine.model.loader import _fit_part_state
+
+    saved = {f"value_chooser.{k}": v for k, v in ValueChooser().state_dict().items() if k != "sibling"}
+    state = {"embed.position.weight": torch.zeros(4, 8), **saved}
+    _fit_part_state(state, "value_chooser", ValueChooser, False, None, "fit-chooser")
+    assert torch.count_nonzero(state["value_chooser.sibling"]) == 0
+    assert torch.equal(state["value_chooser.key.weight"], saved["value_chooser.key.weight"])
