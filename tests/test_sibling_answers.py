@@ -47,16 +47,17 @@ def test_sibling_features_read_the_mass_at_a_candidates_value_and_operands():
     assert sibling_features([], mentions, mass).shape == (0, 3)
 
 
-def test_each_slot_reads_only_the_other_slots_answers():
+def test_each_slot_reads_only_the_answers_of_slots_surer_of_theirs():
     mentions = find_mentions(DOCUMENT)
     candidates = slot_candidates(AnswerSchema(**AMOUNT), mentions)
-    sure = torch.zeros(len(candidates))
-    sure[[c.value for c in candidates].index(1450)] = 1.0
-    unsure = torch.full((len(candidates),), 1 / len(candidates))
-    first, second = group_sibling_features([(candidates, mentions, sure), (candidates, mentions, unsure)])
-    at_1450 = [c.value for c in candidates].index(1450)
-    assert torch.allclose(first[:, 0], torch.full((len(candidates),), 1 / len(candidates)))  # only the unsure one
-    assert second[at_1450, 0] == 1.0 and second[:, 0].sum() == 1.0  # only the sure one
+    values = [c.value for c in candidates]
+    sure, unsure = torch.zeros(len(candidates)), torch.full((len(candidates),), 1 / len(candidates))
+    sure[values.index(1450)] = 1.0
+    first, second = group_sibling_features([(candidates, mentions, unsure), (candidates, mentions, sure)])
+    assert second.abs().sum() == 0  # the surest slot weighs nothing
+    assert first[values.index(1450), 0] == 1.0 and first[:, 0].sum() == 1.0  # the other reads the surest one
+    tied = group_sibling_features([(candidates, mentions, sure), (candidates, mentions, sure)])
+    assert tied[0].abs().sum() == 0 and tied[1][values.index(1450), 0] == 1.0  # on a tie the earlier one goes first
 
 
 def test_zero_sibling_weights_score_as_the_chooser_alone():
@@ -110,9 +111,10 @@ def test_only_a_joint_request_weighs_its_siblings(vocab):
     joint = _grounded(grounder, vocab, joint=True)
     apart = _grounded(grounder, vocab, joint=False)
     assert all(isinstance(s, GroundedSpace) for s in alone + joint)
-    for before, after, kept in zip(alone, joint, apart):
+    for before, kept in zip(alone, apart):
         assert torch.equal(kept.choice_logits, before.choice_logits)  # asked alone: as before
-        assert not torch.equal(after.choice_logits, before.choice_logits)
+    changed = [not torch.equal(after.choice_logits, before.choice_logits) for before, after in zip(alone, joint)]
+    assert sorted(changed) == [False, True]  # the surer slot as it was, the other weighing its answer
     assert all(torch.equal(a.choice_logits, b.choice_logits) for a, b in zip(alone, independent))
 
 
@@ -148,3 +150,28 @@ def test_a_chooser_saved_before_sibling_weights_existed_loads_without_any():
     _fit_part_state(state, "value_chooser", ValueChooser, False, None, "fit-chooser")
     assert torch.count_nonzero(state["value_chooser.sibling"]) == 0
     assert torch.equal(state["value_chooser.key.weight"], saved["value_chooser.key.weight"])
+
+
+def test_a_compared_boolean_weighs_what_the_grounded_slots_answer_only_when_asked_jointly(vocab):
+    from decision_engine.reader.comparison_chooser import ComparisonChooser
+
+    torch.manual_seed(0)
+    comparer = ComparisonChooser().eval()
+    grounder = Grounder(ValueChooser().eval(), comparer=comparer)
+    request = request_from_object({"document": {"text": DOCUMENT}, "questions": [
+        {"id": "notice_end", "text": "On what date does the notice period end?", "schema": DAY},
+        {"id": "in_time", "text": "Did the tenant leave before the notice period ended?", "schema": {"type": "boolean"}},
+    ]})
+    rules = RuleSet.compile([q.schema for q in request.questions], ["notice_end", "in_time"], [])
+    spaces = [build_space(q.schema, vocab, rules.classes[i], "schema") for i, q in enumerate(request.questions)]
+
+    def compared(joint):
+        space = grounder(DOCUMENT, request.questions, spaces, joint=joint)[1]
+        assert isinstance(space, GroundedSpace)
+        return space.choice_logits
+
+    before = compared(True)
+    with torch.no_grad():
+        comparer.right.sibling[:, 0] = 20.0  # the right side takes what the grounded slot answers
+    assert torch.equal(compared(False), before)
+    assert not torch.equal(compared(True), before)

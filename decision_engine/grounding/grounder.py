@@ -21,7 +21,7 @@ from ..types import Evidence, Question
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
-from .siblings import group_sibling_features
+from .siblings import AnswerMass, answer_mass, group_sibling_features, sibling_features
 from .slot_candidates import candidate_text, is_grounded, slot_candidates
 
 
@@ -95,25 +95,25 @@ class Grounder:
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
                 chosen.append((i, inputs, self.chooser(*inputs)[0]))
-        if joint and len(chosen) > 1 and self._weighs_siblings():
-            chosen = self._with_siblings(read, questions, chosen)
+        answers = [  # what each grounded slot answers alone: what the others weigh when asked jointly
+            ([c.value for c in self._candidates(read, questions[i].schema)[0]], logits.softmax(-1)[:-1])
+            for i, _, logits in chosen
+        ] if joint else []
+        if joint and len(chosen) > 1 and _weighs_siblings(self.chooser):
+            chosen = self._with_siblings(read, questions, chosen, answers)
         for i, _, logits in chosen:
             candidates, _, values = self._candidates(read, questions[i].schema)
             out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
         if compared:
-            for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared)):
+            mass = answer_mass(answers) if answers and _weighs_siblings(self.comparer) else None
+            for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared, mass)):
                 out[i] = space or spaces[i]
         return out
 
-    def _weighs_siblings(self) -> bool:
-        return any(name.endswith("sibling") and bool(p.any()) for name, p in self.chooser.named_parameters())
-
-    def _with_siblings(self, read: _Grounding, questions: Sequence[Question], chosen: list) -> list:
-        """Each slot's logits again, now weighing what the other slots answer alone (`grounding.siblings`)."""
-        slots = [
-            (self._candidates(read, questions[i].schema)[0], read.mentions, logits.softmax(-1)[:-1])
-            for i, _, logits in chosen
-        ]
+    def _with_siblings(self, read: _Grounding, questions: Sequence[Question], chosen: list, answers: list) -> list:
+        """Each slot's logits again, now weighing what the slots surer of theirs answer alone
+        (`grounding.siblings.group_sibling_features`)."""
+        slots = [(self._candidates(read, questions[i].schema)[0], read.mentions, p) for (i, _, _), (_, p) in zip(chosen, answers)]
         again = []
         for (i, inputs, _), siblings in zip(chosen, group_sibling_features(slots)):
             with torch.no_grad():
@@ -123,10 +123,11 @@ class Grounder:
     def _compares(self, question: Question) -> bool:
         return self.comparer is not None and question.schema.type == "boolean"
 
-    def _compared(self, read: _Grounding, spaces, asked) -> list[SlotSpace | None]:
+    def _compared(self, read: _Grounding, spaces, asked, mass: AnswerMass | None = None) -> list[SlotSpace | None]:
         """Boolean slots whose choice position answers false or true by a comparison, or leaves the
         answer to the model ("write"), all asked in one pass; None where the document offers nothing
-        to compare. asked: (slot, question vector, its mention features) per boolean question."""
+        to compare. asked: (slot, question vector, its mention features) per boolean question; `mass`:
+        what the request's grounded slots answer, for a comparer that weighs it (`grounding.siblings`)."""
         with self._lock:
             if read.comparison is None:
                 candidates = comparison_candidates(read.mentions)
@@ -141,8 +142,11 @@ class Grounder:
             torch.ones((n, len(candidates)), dtype=torch.bool),
             *(x[None].expand(n, *x.shape) for x in (compared.less_equal, compared.less, compared.comparable)),
         )
+        siblings = None
+        if mass is not None:
+            siblings = sibling_features(candidates, read.mentions, mass)[None].expand(n, -1, -1)
         with torch.no_grad():
-            logits, pairs = self.comparer.decide(*inputs)
+            logits, pairs = self.comparer.decide(*inputs, siblings=siblings)
         out = []
         for (i, _, _), row, (left, right) in zip(asked, logits, pairs):
             pair = compared_pair(candidates[left], candidates[right])
@@ -172,6 +176,11 @@ class Grounder:
             with self._lock:
                 read.by_schema[key] = found
         return found
+
+
+def _weighs_siblings(part) -> bool:
+    """Whether a chooser (or comparer) has fitted weights for what the other questions answer."""
+    return part is not None and any(name.endswith("sibling") and bool(p.any()) for name, p in part.named_parameters())
 
 
 def grounded_evidence(space: SlotSpace, pattern: Sequence[int | None], confidence: float) -> list[Evidence]:

@@ -3,8 +3,8 @@
 Asked together, linked questions rarely share an answer ("the deadline" is not "the day of
 awareness" it counts from) and often build on each other's values. Each grounded slot first scores
 its candidates alone; `answer_mass` then gathers, per value, the most probability any one of the
-other slots gives it, and `sibling_features` reads that mass at each candidate's value, its first
-operand and (on average) its later operands. The value chooser weighs the three per operation
+slots surer of their answer gives it (`group_sibling_features`), and `sibling_features` reads that
+mass at each candidate's value, its first operand and (on average) its later operands. The value chooser weighs the three per operation
 (`reader.value_chooser.ValueChooser.sibling`).
 """
 
@@ -54,9 +54,12 @@ def group_sibling_features(
     slots: Sequence[tuple[Sequence[Candidate], Sequence[Mention], torch.Tensor]],
 ) -> list[torch.Tensor]:
     """Per grounded slot of one group, given (candidates, mentions, its own probabilities over the
-    candidates), the `sibling_features` of its candidates from every other slot's answers."""
+    candidates), the `sibling_features` of its candidates from the answers of the slots surer of
+    theirs (a higher top probability; the earlier slot on a tie), as threshold decoding commits the
+    surest first: the surest slot weighs nothing, and two slots never push each other off one value."""
     answers = [([c.value for c in candidates], p) for candidates, _, p in slots]
+    sureness = [(float(p.max()) if len(p) else 0.0, -i) for i, (*_, p) in enumerate(slots)]
     return [
-        sibling_features(candidates, mentions, answer_mass(answers[:i] + answers[i + 1 :]))
+        sibling_features(candidates, mentions, answer_mass([a for a, s in zip(answers, sureness) if s > sureness[i]]))
         for i, (candidates, mentions, _) in enumerate(slots)
     ]

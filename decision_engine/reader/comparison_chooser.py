@@ -92,14 +92,16 @@ class ComparisonChooser(nn.Module):
         less_equal: torch.Tensor,  # (B, K, K)
         less: torch.Tensor,  # (B, K, K)
         comparable: torch.Tensor,  # (B, K, K)
+        siblings: torch.Tensor | None = None,  # (B, K, SIBLING_FEATURES) what the group's grounded slots answer
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B,) the probability of `true` if the question is a comparison, and (B,) that it is one."""
-        left, right = self.sides(questions, mentions, operations, operands, features, valid)
+        left, right = self.sides(questions, mentions, operations, operands, features, valid, siblings=siblings)
         return self._compare(left, right, questions, less_equal, less, comparable)
 
-    def sides(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, K) logits of each candidate as the left value, and as the right one (the first six inputs)."""
-        return self.left(*inputs)[:, :-1], self.right(*inputs)[:, :-1]
+    def sides(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, K) logits of each candidate as the left value, and as the right one (the first six inputs;
+        `siblings` as a value chooser weighs them)."""
+        return self.left(*inputs, siblings=siblings)[:, :-1], self.right(*inputs, siblings=siblings)[:, :-1]
 
     def _compare(self, left, right, questions, less_equal, less, comparable) -> tuple[torch.Tensor, torch.Tensor]:
         pair = torch.softmax(left, dim=-1)[:, :, None] * torch.softmax(right, dim=-1)[:, None, :] * comparable
@@ -115,14 +117,14 @@ class ComparisonChooser(nn.Module):
         columns = torch.stack([compares * (1 - true), compares * true, 1 - compares], dim=-1)
         return columns.clamp(min=FLOOR).log()
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, 3) log-probabilities of false, true and write (the reader answers)."""
-        return self._columns(*self.probabilities(*inputs))
+        return self._columns(*self.probabilities(*inputs, siblings=siblings))
 
-    def decide(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    def decide(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> tuple[torch.Tensor, list[tuple[int, int]]]:
         """forward's (B, 3) log-probabilities with each question's most likely (left, right) candidate
         pair (for evidence), both from one pass of the two sides."""
-        left, right = self.sides(*inputs[:6])
+        left, right = self.sides(*inputs[:6], siblings=siblings)
         logits = self._columns(*self._compare(left, right, inputs[0], *inputs[6:]))
         scores = (left[:, :, None] + right[:, None, :]).masked_fill(~inputs[8], float("-inf"))
         best = scores.flatten(1).argmax(dim=-1).tolist()
