@@ -325,7 +325,7 @@ def _fit_comparer(args: argparse.Namespace) -> int:
 def _fit_siblings(args: argparse.Namespace) -> int:
     from .training.sibling_fit import add_sibling_weights
 
-    return _fit_part(args, add_sibling_weights)
+    return _fit_part(args, functools.partial(add_sibling_weights, comparer=args.comparer))
 
 
 def _fit_choices(args: argparse.Namespace) -> int:
@@ -547,6 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fit_arguments(
         siblings, 'checkpoint folder with a value chooser, or "bundled" (default)', "its sibling weights", 30,
         "integer and date questions",
+    )
+    siblings.add_argument(
+        "--comparer", action="store_true",
+        help="also fit the comparison chooser's sides to weigh what the grounded slots answer (measured, not bundled)",
     )
     siblings.set_defaults(func=_fit_siblings, groups=400)
 

@@ -175,3 +175,24 @@ def test_a_compared_boolean_weighs_what_the_grounded_slots_answer_only_when_aske
         comparer.right.sibling[:, 0] = 20.0  # the right side takes what the grounded slot answers
     assert torch.equal(compared(False), before)
     assert not torch.equal(compared(True), before)
+
+
+def test_fit_siblings_refuses_bad_arguments_in_one_line_and_fits_a_checkpoint(tmp_path, capsys):
+    import json
+
+    from decision_engine.cli import main
+    from decision_engine.model.loader import load_checkpoint
+
+    out = tmp_path / "out"
+    assert main(["fit-siblings", "--out", str(out), "--groups", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--groups and --epochs must be at least 1" in err[0]
+    assert main(["fit-siblings", "--model", str(tmp_path / "nothing"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a checkpoint" in err[0] and "Traceback" not in err[0]
+    assert main(["fit-siblings", "--out", str(out), "--groups", "3", "--epochs", "1"]) == 0
+    fitted = json.loads((out / "config.json").read_text())["training"]["value_chooser_siblings"]
+    assert fitted["groups"] == 3 and fitted["epochs"] == 1 and "comparison_chooser" not in fitted
+    model, _ = load_checkpoint(out)
+    assert any(torch.count_nonzero(p) for n, p in model.value_chooser.named_parameters() if n.endswith("sibling"))
+    assert not any(torch.count_nonzero(p) for n, p in model.comparison_chooser.named_parameters() if n.endswith("sibling"))

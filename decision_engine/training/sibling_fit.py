@@ -187,10 +187,12 @@ def add_sibling_weights(
     seed: int = 0,
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
+    comparer: bool = False,
 ) -> dict:
-    """A copy of the checkpoint in `folder`, written to `out`, whose value chooser (and comparison
-    chooser, where it has one) weighs what the other questions of a joint request answer; returns the
-    fit's summary (with `held_out` accuracy alone and weighing the siblings, where lines are given)."""
+    """A copy of the checkpoint in `folder`, written to `out`, whose value chooser (and, with
+    `comparer`, its comparison chooser) weighs what the other questions of a joint request answer;
+    returns the fit's summary (with `held_out` accuracy alone and weighing the siblings, where lines
+    are given). A comparison chooser left out keeps the sibling weights it has."""
     import time
 
     from ..datasets.linked_groups import generate_groups
@@ -216,23 +218,31 @@ def add_sibling_weights(
             "grounded questions", sibling_examples(held_out, chooser, pointer.embedder, pointer), chooser,
             sibling_accuracy, log,
         )
-    comparer = model.comparison_chooser
-    if comparer is not None:
-        for name, p in comparer.named_parameters():
-            if name.endswith("sibling"):
-                p.data.zero_()
-        compared = compared_sibling_examples(lines, chooser, pointer.embedder, pointer)
-        log(f"{len(compared)} boolean questions beside grounded ones")
-        fitted["comparison_chooser"] = train_sibling_weights(
-            comparer, compared, epochs, seed, log, loss_of=_comparer_loss, accuracy=compared_sibling_accuracy
-        )
-        if held_out:
-            fitted["comparison_chooser"]["held_out"] = _held_out(
-                "boolean questions", compared_sibling_examples(held_out, chooser, pointer.embedder, pointer),
-                comparer, compared_sibling_accuracy, log,
-            )
+    if comparer:
+        fitted["comparison_chooser"] = _fit_comparer_siblings(model, chooser, lines, epochs, seed, log, held_out, pointer)
     fitted = {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
     save_refitted(model, meta, out, folder, "value_chooser_siblings", fitted)
+    return fitted
+
+
+def _fit_comparer_siblings(model, chooser, lines, epochs, seed, log, held_out, pointer) -> dict:
+    """Fit the sibling weights of both sides of the model's comparison chooser (from none)."""
+    from ..model.loader import ModelLoadError
+
+    comparer = model.comparison_chooser
+    if comparer is None:
+        raise ModelLoadError("the checkpoint has no comparison chooser to weigh siblings with; fit one first (fit-comparer)")
+    for name, p in comparer.named_parameters():
+        if name.endswith("sibling"):
+            p.data.zero_()
+    compared = compared_sibling_examples(lines, chooser, pointer.embedder, pointer)
+    log(f"{len(compared)} boolean questions beside grounded ones")
+    fitted = train_sibling_weights(comparer, compared, epochs, seed, log, loss_of=_comparer_loss, accuracy=compared_sibling_accuracy)
+    if held_out:
+        fitted["held_out"] = _held_out(
+            "boolean questions", compared_sibling_examples(held_out, chooser, pointer.embedder, pointer),
+            comparer, compared_sibling_accuracy, log,
+        )
     return fitted
 
 
