@@ -86,7 +86,7 @@ class _Fixed(nn.Module):
         super().__init__()
         self.logits = torch.tensor([logits])
 
-    def forward(self, *inputs):
+    def forward(self, *inputs, siblings=None):
         return self.logits
 
 
