@@ -95,11 +95,12 @@ class Grounder:
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
                 chosen.append((i, inputs, self.chooser(*inputs)[0]))
+        weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         answers = [  # what each grounded slot answers alone: what the others weigh when asked jointly
             ([c.value for c in self._candidates(read, questions[i].schema)[0]], logits.softmax(-1)[:-1])
             for i, _, logits in chosen
-        ] if joint else []
-        if joint and len(chosen) > 1 and _weighs_siblings(self.chooser):
+        ] if weighs else []
+        if answers and len(chosen) > 1 and _weighs_siblings(self.chooser):
             chosen = self._with_siblings(read, questions, chosen, answers)
         for i, _, logits in chosen:
             candidates, _, values = self._candidates(read, questions[i].schema)
