@@ -82,7 +82,7 @@ class Grounder:
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        chosen: list[tuple[int, tuple, torch.Tensor]] = []  # (slot, the chooser's inputs, its logits alone)
+        chosen: list[tuple[int, tuple, list, list, torch.Tensor]] = []  # (slot, chooser inputs, candidates, values, logits alone)
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
@@ -94,31 +94,30 @@ class Grounder:
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
-                chosen.append((i, inputs, self.chooser(*inputs)[0]))
+                chosen.append((i, inputs, candidates, values, self.chooser(*inputs)[0]))
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
-        answers = [  # what each grounded slot answers alone: what the others weigh when asked jointly
-            ([c.value for c in self._candidates(read, questions[i].schema)[0]], logits.softmax(-1)[:-1])
-            for i, _, logits in chosen
-        ] if weighs else []
-        if answers and len(chosen) > 1 and _weighs_siblings(self.chooser):
-            chosen = self._with_siblings(read, questions, chosen, answers)
-        for i, _, logits in chosen:
-            candidates, _, values = self._candidates(read, questions[i].schema)
-            out[i] = GroundedSpace(spaces[i], values, logits, candidates, mentions)
+        # what each grounded slot answers alone: what the others weigh when asked jointly
+        alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, _, logits in chosen] if weighs else []
+        logits = [entry[-1] for entry in chosen]
+        if alone and len(chosen) > 1 and _weighs_siblings(self.chooser):
+            logits = self._with_siblings([entry[1] for entry in chosen], alone)
+        for (i, _, candidates, values, _), row in zip(chosen, logits):
+            out[i] = GroundedSpace(spaces[i], values, row, candidates, mentions)
         if compared:
-            mass = answer_mass(answers) if answers and _weighs_siblings(self.comparer) else None
+            mass = None
+            if alone and _weighs_siblings(self.comparer):
+                mass = answer_mass([([c.value for c in candidates], p) for candidates, _, p in alone])
             for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared, mass)):
                 out[i] = space or spaces[i]
         return out
 
-    def _with_siblings(self, read: _Grounding, questions: Sequence[Question], chosen: list, answers: list) -> list:
-        """Each slot's logits again, now weighing what the slots surer of theirs answer alone
-        (`grounding.siblings.group_sibling_features`)."""
-        slots = [(self._candidates(read, questions[i].schema)[0], read.mentions, p) for (i, _, _), (_, p) in zip(chosen, answers)]
+    def _with_siblings(self, inputs: list[tuple], alone: list) -> list[torch.Tensor]:
+        """Each slot's logits again (from its chooser `inputs`), now weighing what the slots surer of
+        theirs answer `alone` (`grounding.siblings.group_sibling_features`)."""
         again = []
-        for (i, inputs, _), siblings in zip(chosen, group_sibling_features(slots)):
+        for row, siblings in zip(inputs, group_sibling_features(alone)):
             with torch.no_grad():
-                again.append((i, inputs, self.chooser(*inputs, siblings=siblings[None])[0]))
+                again.append(self.chooser(*row, siblings=siblings[None])[0])
         return again
 
     def _compares(self, question: Question) -> bool:

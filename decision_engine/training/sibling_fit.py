@@ -37,10 +37,18 @@ LEARNING_RATE = 0.05
 
 @dataclass
 class SiblingExample:
-    """One grounded question of a group: its chooser example, and its candidates' sibling features."""
+    """One question of a group: its chooser's example (a `ChoiceExample`, or a `ComparisonExample` for
+    a compared boolean), and its candidates' sibling features."""
 
-    example: ChoiceExample
+    example: ChoiceExample | ComparisonExample
     siblings: torch.Tensor  # (K, SIBLING_FEATURES)
+
+
+def _grounded_asked(line: dict) -> list[AnswerSchema]:
+    """The schemas of a line's labelled integer and date questions, in question order."""
+    labels = line.get("labels") or {}
+    schemas = [(q["id"], msgspec.convert(q["schema"], AnswerSchema)) for q in line["questions"]]
+    return [schema for qid, schema in schemas if is_grounded(schema) and qid in labels]
 
 
 def sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedder, pointer=None) -> list[SiblingExample]:
@@ -48,23 +56,13 @@ def sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedder, pointe
     group's other grounded questions answer, scored alone by `chooser` (eval mode, no gradient)."""
     out = []
     for line in lines:
-        labels = line.get("labels") or {}
-        schemas = [msgspec.convert(q["schema"], AnswerSchema) for q in line["questions"]]
-        asked = [s for q, s in zip(line["questions"], schemas) if is_grounded(s) and q["id"] in labels]
+        asked = _grounded_asked(line)
         if len(asked) < 2:
             continue
         examples = choice_examples([line], embedder, pointer)
         slots = _alone(examples, asked, find_mentions(line["document"]["text"]), chooser)
         out.extend(SiblingExample(e, f) for e, f in zip(examples, group_sibling_features(slots)))
     return out
-
-
-@dataclass
-class ComparedSiblingExample:
-    """One boolean question of a group: its comparison example, and its candidates' sibling features."""
-
-    example: ComparisonExample
-    siblings: torch.Tensor  # (K, SIBLING_FEATURES)
 
 
 def _alone(lines_examples: Sequence[ChoiceExample], schemas, mentions, chooser: nn.Module) -> list:
@@ -78,16 +76,12 @@ def _alone(lines_examples: Sequence[ChoiceExample], schemas, mentions, chooser: 
     return slots
 
 
-def compared_sibling_examples(
-    lines: Sequence[dict], chooser: nn.Module, embedder, pointer=None
-) -> list[ComparedSiblingExample]:
+def compared_sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedder, pointer=None) -> list[SiblingExample]:
     """Per labelled boolean question of groups that also ask a grounded question, its comparison
     example and what the group's grounded questions answer alone."""
     out = []
     for line in lines:
-        labels = line.get("labels") or {}
-        schemas = [msgspec.convert(q["schema"], AnswerSchema) for q in line["questions"]]
-        asked = [s for q, s in zip(line["questions"], schemas) if is_grounded(s) and q["id"] in labels]
+        asked = _grounded_asked(line)
         if not asked:
             continue
         compared = comparison_examples([line], embedder, pointer)
@@ -97,7 +91,7 @@ def compared_sibling_examples(
         slots = _alone(choice_examples([line], embedder, pointer), asked, mentions, chooser)
         mass = answer_mass([([c.value for c in candidates], p) for candidates, _, p in slots])
         features = sibling_features(comparison_candidates(mentions), mentions, mass)
-        out.extend(ComparedSiblingExample(e, features) for e in compared)
+        out.extend(SiblingExample(e, features) for e in compared)
     return out
 
 
@@ -118,7 +112,7 @@ def _chooser_loss(chooser: nn.Module, examples: Sequence[SiblingExample]) -> tor
     return choice_loss(*_chosen_batch(chooser, examples, True))
 
 
-def _comparer_loss(comparer: nn.Module, examples: Sequence[ComparedSiblingExample]) -> torch.Tensor:
+def _comparer_loss(comparer: nn.Module, examples: Sequence[SiblingExample]) -> torch.Tensor:
     inputs, answers = collate_compared([e.example for e in examples])
     habit = torch.sigmoid(comparer.prior(inputs[0])).squeeze(-1)
     return comparison_loss(comparer(*inputs, siblings=_padded(examples, inputs[2].shape[1])), answers, habit)
@@ -134,7 +128,7 @@ def sibling_accuracy(chooser: nn.Module, examples: Sequence[SiblingExample], wei
     return right / max(len(examples), 1)
 
 
-def compared_sibling_accuracy(comparer: nn.Module, examples: Sequence[ComparedSiblingExample], weigh: bool = True) -> float:
+def compared_sibling_accuracy(comparer: nn.Module, examples: Sequence[SiblingExample], weigh: bool = True) -> float:
     """Share of boolean examples whose comparison's likelier answer is right, weighing the siblings or not."""
     right = 0
     with torch.no_grad():
