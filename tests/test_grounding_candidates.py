@@ -218,3 +218,42 @@ def test_date_candidates_are_well_formed(mentions, low, span):
 def test_a_written_date_plus_written_days_is_covered(day, days):
     text = f"Starting {day.day} {day.strftime('%B')} {day.year}, within {days} days."
     assert covers(date_candidates(find_mentions(text)), day + dt.timedelta(days=days))
+
+
+BREACH = (
+    "The register is updated within 5 business days. The regulator is told within 4 calendar days.\n"
+    "Exposure found on 2029-10-13. Confirmed by the Privacy Office on 2029-10-15."
+)
+
+
+def test_a_value_reached_several_ways_keeps_up_to_that_many_derivations_in_order():
+    mentions = find_mentions(BREACH)
+    once = [c.describe() for c in date_candidates(mentions) if c.value == D(2029, 10, 19)]
+    assert once == ["2029-10-13 + 5 business days"]  # the first derivation hides the one meant
+    kept = [c.describe() for c in date_candidates(mentions, derivations=3) if c.value == D(2029, 10, 19)]
+    assert kept == ["2029-10-13 + 5 business days", "2029-10-15 + 4 days"]
+    values = [c.value for c in date_candidates(mentions, derivations=3)]
+    assert set(values) == {c.value for c in date_candidates(mentions)}  # the same values, more ways to each
+    assert max(values.count(v) for v in values) <= 3
+
+
+def test_a_grounded_slot_offers_each_value_once_summing_its_derivations():
+    import torch
+
+    from decision_engine.grounding.slot_candidates import merge_derivations, slot_candidates
+    from decision_engine.types import AnswerSchema
+
+    mentions = find_mentions(BREACH)
+    candidates = slot_candidates(AnswerSchema(type="string", format="date"), mentions)
+    ways = [k for k, c in enumerate(candidates) if c.value == D(2029, 10, 19)]
+    assert len(ways) == 2
+    logits = torch.zeros(len(candidates) + 1)
+    logits[ways[1]] = 2.0  # the chooser favours "2029-10-15 + 4 days"
+    kept, merged = merge_derivations(candidates, logits)
+    assert [c.value for c in kept] == list(dict.fromkeys(c.value for c in candidates))
+    assert len(merged) == len(kept) + 1 and merged[-1] == logits[-1]  # "write" stays last
+    k = next(i for i, c in enumerate(kept) if c.value == D(2029, 10, 19))
+    assert kept[k].describe() == "2029-10-15 + 4 days"  # the likelier derivation stands for the value
+    assert torch.isclose(merged[k], torch.logsumexp(logits[ways], dim=0))
+    assert torch.isclose(merged.softmax(-1).sum(), torch.tensor(1.0))
+    assert torch.isclose(merged.softmax(-1)[k], logits.softmax(-1)[ways].sum())

@@ -3,7 +3,9 @@
 Order is deterministic: every copy first, in document order; then the one-step results ordered by
 their latest operand (so steps over earlier mentions come first, whatever the operation), then by
 operation in `OPERATIONS` order, then by operands. Values outside the slot's bounds are dropped, a
-value reachable several ways keeps its first derivation, and at most `limit` candidates remain.
+value reachable several ways keeps its first `derivations` derivations (one by default; a grounded
+slot keeps `DERIVATIONS`, so "2029-10-15 + 4 days" is not hidden behind "2029-10-13 + 5 business
+days" of the same value), and at most `limit` candidates remain.
 
 Amounts add and subtract within their own kind: numbers with numbers, durations with durations of
 the same unit (30 days + 15 days, never 30 days + 2 weeks or 10 business days). Two-operand steps run over the first
@@ -30,6 +32,7 @@ MAX_CANDIDATES = 256  # keeps a slot's table of choices small
 PAIR_POOL = 24  # distinct values per operand role in two-operand steps (276 pairs at most)
 SUM_POOL = 8  # sums of three and four amounts over the first 8 distinct ones (56 + 70 sums)
 MAX_RUN = 4  # the most items of a written list that are summed (a sum's operands)
+DERIVATIONS = 3  # the ways to reach one value a grounded slot weighs (the chooser sums them)
 
 _RANK = {operation: rank for rank, operation in enumerate(OPERATIONS)}
 
@@ -67,9 +70,10 @@ def integer_candidates(
     maximum: int | None = None,
     limit: int = MAX_CANDIDATES,
     zero: bool = True,
+    derivations: int = 1,
 ) -> list[Candidate]:
     """Copies of numbers and duration counts, then 0 (with `zero`), days between dates, a + b,
-    a - b, sums, p% of a."""
+    a - b, sums, p% of a; each value reached at most `derivations` ways."""
     copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
     if zero:
         copies.append(_step("zero", 0))  # after the copies: a "0" written in the text keeps its mention
@@ -99,7 +103,7 @@ def integer_candidates(
             # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
             value = (2 * mentions[p].value * mentions[a].value + 100) // 200
             steps.append(_step("percent_of", value, p, a))
-    return _finish(mentions, copies, steps, _within(minimum, maximum), limit)
+    return _finish(mentions, copies, steps, _within(minimum, maximum), limit, derivations)
 
 
 def date_candidates(
@@ -107,8 +111,10 @@ def date_candidates(
     low: dt.date | None = None,
     high: dt.date | None = None,
     limit: int = MAX_CANDIDATES,
+    derivations: int = 1,
 ) -> list[Candidate]:
-    """Copies of dates, and each date plus or minus each duration."""
+    """Copies of dates, and each date plus or minus each duration; each value reached at most
+    `derivations` ways."""
     copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind == "date"]
     dates = _distinct(mentions, lambda m: m.kind == "date")[:PAIR_POOL]
     durations = _distinct(mentions, lambda m: m.kind == "duration", key=lambda m: (m.value, m.unit, m.business))
@@ -122,7 +128,7 @@ def date_candidates(
                 except OverflowError:
                     continue  # past the ends of the calendar
                 steps.append(_step(operation, value, d, u))
-    return _finish(mentions, copies, steps, _within(low, high), limit)
+    return _finish(mentions, copies, steps, _within(low, high), limit, derivations)
 
 
 def amount_group(mention: Mention) -> str | None:
@@ -214,18 +220,19 @@ def _within(low, high) -> Callable[[object], bool]:
 
 
 def _finish(
-    mentions: Sequence[Mention], copies: list[_Step], steps: list[_Step], allowed: Callable, limit: int
+    mentions: Sequence[Mention], copies: list[_Step], steps: list[_Step], allowed: Callable, limit: int,
+    derivations: int = 1,
 ) -> list[Candidate]:
-    """Copies, then steps in their fixed order; in bounds, first derivation of a value, capped; only
-    the kept ones are written out as candidates."""
+    """Copies, then steps in their fixed order; in bounds, the first `derivations` derivations of a
+    value, capped; only the kept ones are written out as candidates."""
     steps.sort(key=lambda c: (max(c[2]), _RANK[c[1]], c[2]))
     kept: list[_Step] = []
-    seen: set = set()
+    seen: dict = {}
     for step in copies + steps:
         if len(kept) >= limit:
             break
-        if step[0] not in seen and allowed(step[0]):
-            seen.add(step[0])
+        if seen.get(step[0], 0) < derivations and allowed(step[0]):
+            seen[step[0]] = seen.get(step[0], 0) + 1
             kept.append(step)
     terms: dict[int, str] = {}
     for _, _, operands in kept:

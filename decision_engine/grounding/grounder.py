@@ -22,7 +22,8 @@ from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
 from .siblings import AnswerMass, answer_mass, group_sibling_features, sibling_features
-from .slot_candidates import candidate_text, is_grounded, slot_candidates
+from .slot_candidates import candidate_text, is_grounded, merge_derivations, slot_candidates
+from .units import unit_features
 
 
 DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
@@ -31,11 +32,11 @@ DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
 @dataclass
 class _Grounding:
     """What one document offers its slots, whatever the questions: its mentions, what the chooser reads
-    of them, and per slot schema the candidates, their table and their values as answers write them."""
+    of them, and per slot schema the candidates and their table."""
 
     mentions: list[Mention]
     features: torch.Tensor | None = None  # `mention_features`, computed once
-    by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None, list]] = field(default_factory=dict)
+    by_schema: dict[tuple, tuple[list[Candidate], CandidateTable | None]] = field(default_factory=dict)
     comparison: tuple[list[Candidate], ComparisonTable | None] | None = None  # what booleans compare, once
 
 
@@ -82,27 +83,29 @@ class Grounder:
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        chosen: list[tuple[int, tuple, list, list, torch.Tensor]] = []  # (slot, chooser inputs, candidates, values, logits alone)
+        chosen: list[tuple[int, tuple, list, torch.Tensor]] = []  # (slot, (chooser inputs, units), candidates, logits alone)
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
                 compared.append((i, vector, seen))
                 continue
-            candidates, table, values = self._candidates(read, questions[i].schema)
+            candidates, table = self._candidates(read, questions[i].schema)
             if table is None:
                 continue
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
+            units = unit_features(questions[i].text, questions[i].schema, candidates, mentions)[None]
             with torch.no_grad():
-                chosen.append((i, inputs, candidates, values, self.chooser(*inputs)[0]))
+                chosen.append((i, (inputs, units), candidates, self.chooser(*inputs, units=units)[0]))
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         # what each grounded slot answers alone: what the others weigh when asked jointly
-        alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, _, logits in chosen] if weighs else []
+        alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, logits in chosen] if weighs else []
         logits = [entry[-1] for entry in chosen]
         if alone and len(chosen) > 1 and _weighs_siblings(self.chooser):
             logits = self._with_siblings([entry[1] for entry in chosen], alone)
-        for (i, _, candidates, values, _), row in zip(chosen, logits):
-            out[i] = GroundedSpace(spaces[i], values, row, candidates, mentions)
+        for (i, _, candidates, _), row in zip(chosen, logits):
+            kept, row = merge_derivations(candidates, row)
+            out[i] = GroundedSpace(spaces[i], [candidate_text(c) for c in kept], row, kept, mentions)
         if compared:
             mass = None
             if alone and _weighs_siblings(self.comparer):
@@ -112,12 +115,12 @@ class Grounder:
         return out
 
     def _with_siblings(self, inputs: list[tuple], alone: list) -> list[torch.Tensor]:
-        """Each slot's logits again (from its chooser `inputs`), now weighing what the slots surer of
+        """Each slot's logits again (from its chooser `inputs` and unit features), now weighing what the slots surer of
         theirs answer `alone` (`grounding.siblings.group_sibling_features`)."""
         again = []
-        for row, siblings in zip(inputs, group_sibling_features(alone)):
+        for (row, units), siblings in zip(inputs, group_sibling_features(alone)):
             with torch.no_grad():
-                again.append(self.chooser(*row, siblings=siblings[None])[0])
+                again.append(self.chooser(*row, siblings=siblings[None], units=units)[0])
         return again
 
     def _compares(self, question: Question) -> bool:
@@ -164,15 +167,15 @@ class Grounder:
             self._documents.move_to_end(digest)
             return read
 
-    def _candidates(self, read: _Grounding, schema) -> tuple[list[Candidate], CandidateTable | None, list]:
-        """The slot's candidates over the document's mentions, their table (None without any) and values."""
+    def _candidates(self, read: _Grounding, schema) -> tuple[list[Candidate], CandidateTable | None]:
+        """The slot's candidates over the document's mentions and their table (None without any)."""
         key = (schema.type, schema.format, schema.minimum, schema.maximum, schema.formatMinimum, schema.formatMaximum)
         with self._lock:
             found = read.by_schema.get(key)
         if found is None:
             candidates = slot_candidates(schema, read.mentions)
             table = CandidateTable.of(candidates, read.mentions) if candidates else None
-            found = (candidates, table, [candidate_text(c) for c in candidates])
+            found = (candidates, table)
             with self._lock:
                 read.by_schema[key] = found
         return found
