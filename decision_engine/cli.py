@@ -328,12 +328,6 @@ def _fit_siblings(args: argparse.Namespace) -> int:
     return _fit_part(args, functools.partial(add_sibling_weights, comparer=args.comparer))
 
 
-def _fit_units(args: argparse.Namespace) -> int:
-    from .training.unit_fit import add_unit_weights
-
-    return _fit_part(args, add_unit_weights)
-
-
 def _fit_choices(args: argparse.Namespace) -> int:
     from .training.choice_fit import add_choice_reader
 
@@ -559,16 +553,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also fit the comparison chooser's sides to weigh what the grounded slots answer (measured, not bundled)",
     )
     siblings.set_defaults(func=_fit_siblings, groups=400)
-
-    units = sub.add_parser(
-        "fit-units",
-        help="fit how a checkpoint's value chooser weighs whether a candidate is in the unit its question asks for",
-    )
-    _add_fit_arguments(
-        units, 'checkpoint folder with a value chooser, or "bundled" (default)', "its unit weights", 30,
-        "integer and date questions",
-    )
-    units.set_defaults(func=_fit_units, groups=600)
 
     comparer = sub.add_parser(
         "fit-comparer", help="fit a comparison chooser (boolean slots answered by comparing two values) onto a checkpoint"

@@ -23,7 +23,6 @@ from .mention import Mention
 from .mentions import find_mentions
 from .siblings import AnswerMass, answer_mass, group_sibling_features, sibling_features
 from .slot_candidates import candidate_text, is_grounded, merge_derivations, slot_candidates
-from .units import unit_features
 
 
 DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
@@ -83,7 +82,7 @@ class Grounder:
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        chosen: list[tuple[int, tuple, list, torch.Tensor]] = []  # (slot, (chooser inputs, units), candidates, logits alone)
+        chosen: list[tuple[int, tuple, list, torch.Tensor]] = []  # (slot, chooser inputs, candidates, logits alone)
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
@@ -94,9 +93,8 @@ class Grounder:
                 continue
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
-            units = unit_features(questions[i].text, questions[i].schema, candidates, mentions)[None]
             with torch.no_grad():
-                chosen.append((i, (inputs, units), candidates, self.chooser(*inputs, units=units)[0]))
+                chosen.append((i, inputs, candidates, self.chooser(*inputs)[0]))
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         # what each grounded slot answers alone: what the others weigh when asked jointly
         alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, logits in chosen] if weighs else []
@@ -115,12 +113,12 @@ class Grounder:
         return out
 
     def _with_siblings(self, inputs: list[tuple], alone: list) -> list[torch.Tensor]:
-        """Each slot's logits again (from its chooser `inputs` and unit features), now weighing what the slots surer of
+        """Each slot's logits again (from its chooser `inputs`), now weighing what the slots surer of
         theirs answer `alone` (`grounding.siblings.group_sibling_features`)."""
         again = []
-        for (row, units), siblings in zip(inputs, group_sibling_features(alone)):
+        for row, siblings in zip(inputs, group_sibling_features(alone)):
             with torch.no_grad():
-                again.append(self.chooser(*row, siblings=siblings[None], units=units)[0])
+                again.append(self.chooser(*row, siblings=siblings[None])[0])
         return again
 
     def _compares(self, question: Question) -> bool:

@@ -25,12 +25,10 @@ class ChooserEnsemble(nn.Module):
             raise ValueError(f"an ensemble needs at least two choosers, not {count}")
         self.members = nn.ModuleList(ValueChooser(around=bool(i % 2)) for i in range(count))
 
-    def forward(
-        self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None, units: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, K + 1) the log of the members' mean probabilities; `ValueChooser.forward`'s inputs.
         A column no member can take (an invalid candidate) stays -inf, without a NaN gradient."""
-        logs = torch.stack([member(*inputs, siblings=siblings, units=units).log_softmax(dim=-1) for member in self.members])
+        logs = torch.stack([member(*inputs, siblings=siblings).log_softmax(dim=-1) for member in self.members])
         open_ = torch.isfinite(logs).any(dim=0)
         mean = torch.logsumexp(logs.masked_fill(~open_, 0.0), dim=0) - math.log(len(self.members))
         return mean.masked_fill(~open_, float("-inf"))

@@ -9,9 +9,7 @@ per operation and operand role over the mention's vector, kind and place among t
 values), plus how well the operation suits the question and how the operands lie in the text. Asked jointly,
 a candidate's score also weighs what the group's other questions answer (`grounding.siblings`): one
 weight per operation on how likely they are to answer its value, its first operand and its later
-operands (`ValueChooser.sibling`, fitted by `decision-engine fit-siblings`; zero where unfitted),
-and whether it is in the unit its question asks for (`grounding.units`, `ValueChooser.unit`, fitted by
-`decision-engine fit-units`; zero where unfitted).
+operands (`ValueChooser.sibling`, fitted by `decision-engine fit-siblings`; zero where unfitted).
 Trained on generated groups whose answers rest on known mentions (`training/value_choice.py`), its
 scores are the logits of a grounded slot's choice position (`decoding/grounded_space.py`).
 """
@@ -43,7 +41,6 @@ ROLES = 2  # per operation: the first operand, and every later one
 MAX_OPERANDS = 4  # sums take up to four amounts
 QUESTION_CODE = 16  # the question as the candidate scorer reads it
 SIBLING_FEATURES = 3  # how likely the other questions of the group answer a candidate's value, its first operand, its later ones
-UNIT_FEATURES = 2  # whether a candidate is in the unit its question asks for, or in another (`grounding.units`)
 DROPOUT = 0.7  # on the frozen vectors while training: the chooser must not learn templates by heart
 
 
@@ -193,8 +190,6 @@ class ValueChooser(nn.Module):
         self.write = nn.Linear(dim, 1)
         # per operation, the weight of SIBLING_FEATURES: zero until fitted, so a chooser scores as it did
         self.sibling = nn.Parameter(torch.zeros(len(OPERATIONS), SIBLING_FEATURES))
-        # per operation, the weight of UNIT_FEATURES: zero until fitted (`decision-engine fit-units`)
-        self.unit = nn.Parameter(torch.zeros(len(OPERATIONS), UNIT_FEATURES))
         self.drop = nn.Dropout(dropout)
 
     def forward(
@@ -206,7 +201,6 @@ class ValueChooser(nn.Module):
         features: torch.Tensor,  # (B, K, CANDIDATE_FEATURES)
         valid: torch.Tensor,  # (B, K) True on real candidates
         siblings: torch.Tensor | None = None,  # (B, K, SIBLING_FEATURES) what the other questions answer (joint only)
-        units: torch.Tensor | None = None,  # (B, K, UNIT_FEATURES) whether each candidate is in the asked unit
     ) -> torch.Tensor:
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
         mentions = cue_view(mentions, bool(self.around_cue > 0.5))
@@ -233,8 +227,6 @@ class ValueChooser(nn.Module):
         scores = first + later_mean + torch.gather(self.operation(questions), 1, operations) + layout  # (B, K)
         if siblings is not None:
             scores = scores + (siblings * self.sibling[operations]).sum(-1)
-        if units is not None:
-            scores = scores + (units * self.unit[operations]).sum(-1)
         scores = scores.masked_fill(~valid, float("-inf"))
         return torch.cat([scores, self.write(questions)], dim=-1)
 

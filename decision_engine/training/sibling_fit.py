@@ -143,13 +143,12 @@ def compared_sibling_accuracy(comparer: nn.Module, examples: Sequence[SiblingExa
 
 def train_sibling_weights(
     part: nn.Module, examples: Sequence, epochs: int, seed: int = 0, log: Callable[[str], None] = print,
-    loss_of: Callable = _chooser_loss, accuracy: Callable = sibling_accuracy, named: str = "sibling",
+    loss_of: Callable = _chooser_loss, accuracy: Callable = sibling_accuracy,
 ) -> dict:
     """AdamW on a part's sibling weights only (a value chooser's, or with `loss_of=_comparer_loss` and
-    `accuracy=compared_sibling_accuracy` a comparison chooser's), the rest frozen and in eval mode;
-    with `named`, on the weights of that name instead (such as a value chooser's "unit")."""
+    `accuracy=compared_sibling_accuracy` a comparison chooser's), the rest frozen and in eval mode."""
     part.eval()
-    weights = [p for name, p in part.named_parameters() if name.endswith(named)]
+    weights = [p for name, p in part.named_parameters() if name.endswith("sibling")]
     for p in part.parameters():
         p.requires_grad_(False)
     for p in weights:
@@ -168,7 +167,7 @@ def train_sibling_weights(
             loss.backward()
             optimiser.step()
             total += float(loss.detach()) * len(batch)
-        log(f"{named} weights epoch {epoch + 1}/{epochs}: loss {total / max(len(examples), 1):.4f}")
+        log(f"siblings epoch {epoch + 1}/{epochs}: loss {total / max(len(examples), 1):.4f}")
     for p in weights:
         p.requires_grad_(False)
     return {"examples": len(examples), "epochs": epochs, "before": before, "after": accuracy(part, examples)}
