@@ -196,3 +196,8 @@ def test_fit_siblings_refuses_bad_arguments_in_one_line_and_fits_a_checkpoint(tm
     model, _ = load_checkpoint(out)
     assert any(torch.count_nonzero(p) for n, p in model.value_chooser.named_parameters() if n.endswith("sibling"))
     assert not any(torch.count_nonzero(p) for n, p in model.comparison_chooser.named_parameters() if n.endswith("sibling"))
+
+
+def test_a_slots_mass_on_a_value_sums_the_ways_it_reaches_it():
+    mass = answer_mass([([30, 30, 14], torch.tensor([0.25, 0.5, 0.25])), ([14], torch.tensor([0.5]))])
+    assert mass == {value_key(30): 0.75, value_key(14): 0.5}

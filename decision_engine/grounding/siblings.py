@@ -28,14 +28,22 @@ def value_key(value: int | dt.date) -> tuple[str, object]:
 
 
 def answer_mass(slots: Sequence[tuple[Sequence[int | dt.date], torch.Tensor]]) -> AnswerMass:
-    """Per value, the most probability any one slot gives it; slots are (candidate values, their
-    probabilities) of the other grounded questions."""
+    """Per value, the most probability any one slot gives it (summed over the ways that slot reaches
+    it); slots are (candidate values, their probabilities) of the other grounded questions."""
     mass: AnswerMass = {}
     for values, probabilities in slots:
-        for value, p in zip(values, probabilities.tolist()):
-            key = value_key(value)
+        for key, p in _per_value(values, probabilities).items():
             mass[key] = max(mass.get(key, 0.0), p)
     return mass
+
+
+def _per_value(values: Sequence[int | dt.date], probabilities: torch.Tensor) -> AnswerMass:
+    """One slot's probability per value, its derivations' summed."""
+    summed: AnswerMass = {}
+    for value, p in zip(values, probabilities.tolist()):
+        key = value_key(value)
+        summed[key] = summed.get(key, 0.0) + p
+    return summed
 
 
 def sibling_features(candidates: Sequence[Candidate], mentions: Sequence[Mention], mass: Mapping) -> torch.Tensor:
@@ -58,7 +66,7 @@ def group_sibling_features(
     theirs (a higher top probability; the earlier slot on a tie), as threshold decoding commits the
     surest first: the surest slot weighs nothing, and two slots never push each other off one value."""
     answers = [([c.value for c in candidates], p) for candidates, _, p in slots]
-    sureness = [(float(p.max()) if len(p) else 0.0, -i) for i, (*_, p) in enumerate(slots)]
+    sureness = [(max(_per_value(values, p).values(), default=0.0), -i) for i, (values, p) in enumerate(answers)]
     return [
         sibling_features(candidates, mentions, answer_mass([a for a, s in zip(answers, sureness) if s > sureness[i]]))
         for i, (candidates, mentions, _) in enumerate(slots)

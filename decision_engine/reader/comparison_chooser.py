@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..grounding.candidates import Candidate, date_candidates, integer_candidates
+from ..grounding.candidates import DERIVATIONS, Candidate, date_candidates, integer_candidates
 from ..grounding.mention import Mention
 from .chooser_ensemble import first_chooser, value_chooser
 from .value_chooser import DIM, CandidateTable
@@ -34,8 +34,12 @@ FLOOR = 1e-6  # the least probability a choice column is given, so its logit sta
 
 
 def comparison_candidates(mentions: Sequence[Mention]) -> list[Candidate]:
-    """The values either side of a comparison may take: integer candidates, then date candidates."""
-    return [*integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False), *date_candidates(mentions, limit=SIDE_CANDIDATES)]
+    """The values either side of a comparison may take: integer candidates, then date candidates, each
+    value reached by up to `DERIVATIONS` ways (a side's probability of a value is theirs summed)."""
+    return [
+        *integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False, derivations=DERIVATIONS),
+        *date_candidates(mentions, limit=SIDE_CANDIDATES, derivations=DERIVATIONS),
+    ]
 
 
 @dataclass
