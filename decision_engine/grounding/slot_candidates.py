@@ -1,4 +1,5 @@
-"""The candidates of one answer slot: integer or date slots get them, within the slot's bounds."""
+"""The candidates of one answer slot: integer or date slots get them, within the slot's bounds, several
+ways to a value each; the slot then offers each value once (`merge_derivations`)."""
 
 from __future__ import annotations
 
