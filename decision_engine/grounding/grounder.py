@@ -21,7 +21,7 @@ from ..types import Evidence, Question
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
-from .siblings import AnswerMass, answer_mass, group_sibling_features, sibling_features
+from .siblings import AnswerMass, group_sibling_features, sibling_features, slots_answer_mass
 from .slot_candidates import candidate_text, is_grounded, merge_derivations, slot_candidates
 
 
@@ -107,7 +107,7 @@ class Grounder:
         if compared:
             mass = None
             if alone and _weighs_siblings(self.comparer):
-                mass = answer_mass([([c.value for c in candidates], p) for candidates, _, p in alone])
+                mass = slots_answer_mass(alone)
             for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared, mass)):
                 out[i] = space or spaces[i]
         return out

@@ -37,6 +37,16 @@ def answer_mass(slots: Sequence[tuple[Sequence[int | dt.date], torch.Tensor]]) -
     return mass
 
 
+def slots_answer_mass(slots: Sequence[tuple[Sequence[Candidate], Sequence[Mention], torch.Tensor]]) -> AnswerMass:
+    """`answer_mass` of grounded slots given as (candidates, mentions, probabilities over the candidates)."""
+    return answer_mass(_answers(slots))
+
+
+def _answers(slots) -> list[tuple[list[int | dt.date], torch.Tensor]]:
+    """(candidate values, probabilities) of each (candidates, mentions, probabilities) slot."""
+    return [([c.value for c in candidates], p) for candidates, _, p in slots]
+
+
 def _per_value(values: Sequence[int | dt.date], probabilities: torch.Tensor) -> AnswerMass:
     """One slot's probability per value, its derivations' summed."""
     summed: AnswerMass = {}
@@ -65,7 +75,7 @@ def group_sibling_features(
     candidates), the `sibling_features` of its candidates from the answers of the slots surer of
     theirs (a higher top probability; the earlier slot on a tie), as threshold decoding commits the
     surest first: the surest slot weighs nothing, and two slots never push each other off one value."""
-    answers = [([c.value for c in candidates], p) for candidates, _, p in slots]
+    answers = _answers(slots)
     sureness = [(max(_per_value(values, p).values(), default=0.0), -i) for i, (values, p) in enumerate(answers)]
     return [
         sibling_features(candidates, mentions, answer_mass([a for a, s in zip(answers, sureness) if s > sureness[i]]))

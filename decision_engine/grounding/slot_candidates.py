@@ -40,16 +40,16 @@ def merge_derivations(
     """One choice per value: each value's logit is the log of its derivations' summed probability,
     and its likeliest derivation stands for it (its operands are the answer's evidence). `logits`:
     (K + 1,) one per candidate, then "write", which stays last."""
-    first: dict[tuple[type, object], int] = {}
-    members: list[list[int]] = []
-    for k, candidate in enumerate(candidates):
-        key = (type(candidate.value), candidate.value)
-        if key not in first:
-            first[key] = len(members)
-            members.append([])
-        members[first[key]].append(k)
-    if len(members) == len(candidates):
+    groups: dict = {}
+    index = [groups.setdefault(c.value, len(groups)) for c in candidates]  # each candidate's value, in first-seen order
+    if len(groups) == len(candidates):
         return list(candidates), logits
-    merged = [torch.logsumexp(logits[ks], dim=0) for ks in members]
-    best = [ks[int(logits[ks].argmax())] for ks in members]
-    return [candidates[k] for k in best], torch.stack([*merged, logits[-1]])
+    body, at = logits[:-1], torch.tensor(index)
+    top = torch.full((len(groups),), float("-inf"), dtype=body.dtype).scatter_reduce(0, at, body, "amax")
+    shift = torch.where(torch.isfinite(top), top, torch.zeros_like(top))  # a value no derivation may take stays -inf
+    merged = torch.zeros_like(top).index_add_(0, at, (body - shift[at]).exp()).log() + shift
+    scores, best = body.tolist(), [-1] * len(groups)
+    for k, g in enumerate(index):
+        if best[g] < 0 or scores[k] > scores[best[g]]:
+            best[g] = k
+    return [candidates[k] for k in best], torch.cat([merged, logits[-1:]])

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..grounding.mentions import find_mentions
-from ..grounding.siblings import answer_mass, group_sibling_features, sibling_features
+from ..grounding.siblings import group_sibling_features, sibling_features, slots_answer_mass
 from ..grounding.slot_candidates import is_grounded, slot_candidates
 from ..reader.comparison_chooser import comparison_candidates, comparison_loss
 from ..reader.value_chooser import SIBLING_FEATURES, choice_loss
@@ -89,7 +89,7 @@ def compared_sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedde
             continue
         mentions = find_mentions(line["document"]["text"])
         slots = _alone(choice_examples([line], embedder, pointer), asked, mentions, chooser)
-        mass = answer_mass([([c.value for c in candidates], p) for candidates, _, p in slots])
+        mass = slots_answer_mass(slots)
         features = sibling_features(comparison_candidates(mentions), mentions, mass)
         out.extend(SiblingExample(e, features) for e in compared)
     return out
