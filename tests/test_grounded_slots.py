@@ -485,3 +485,16 @@ def test_an_ensemble_copies_a_mention_end_to_end_with_a_tiny_model(tiny_backend)
     assert len(fitted["members"]) == 2 and fitted["after"]["accuracy"] == 1.0
     response = DecisionEngine(tiny_backend, grounder=grounder).decide(_request(questions), "joint")
     assert response.answers[0].value == 1450 and response.answers[0].evidence[0].text == "$1,450"
+
+
+def test_a_count_in_months_never_takes_a_value_written_in_years(vocab):
+    document = "The restriction lasts 18 months. The agreement ends on its second anniversary."
+    grounder = Grounder(ValueChooser(), ZeroEmbedder())
+    request = request_from_object({"document": {"text": document}, "questions": [
+        {"id": "q", "text": "For how many months does the restriction apply?", "schema": {"type": "integer", "minimum": 0, "maximum": 365}},
+    ]})
+    schema = request.questions[0].schema
+    space = build_space(schema, vocab, RuleSet.compile([schema], ["q"], []).classes[0], "schema")
+    grounded = grounder(document, request.questions, [space])[0]
+    odds = dict(zip(grounded.values, grounded.choice_logits[:-1].tolist()))
+    assert odds[18] > float("-inf") and odds[2] == float("-inf")  # "second anniversary" is 2 years

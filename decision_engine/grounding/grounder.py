@@ -18,6 +18,7 @@ from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
+from .asked_unit import asked_unit, counts_in_other_unit
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
@@ -94,13 +95,15 @@ class Grounder:
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
-                chosen.append((i, inputs, candidates, self.chooser(*inputs)[0]))
+                logits = self.chooser(*inputs)[0]
+            chosen.append((i, inputs, candidates, _in_asked_unit(logits, questions[i], candidates, mentions)))
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         # what each grounded slot answers alone: what the others weigh when asked jointly
         alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, logits in chosen] if weighs else []
         logits = [entry[-1] for entry in chosen]
         if alone and len(chosen) > 1 and _weighs_siblings(self.chooser):
-            logits = self._with_siblings([entry[1] for entry in chosen], alone)
+            again = self._with_siblings([entry[1] for entry in chosen], alone)
+            logits = [_in_asked_unit(row, questions[i], c, mentions) for (i, _, c, _), row in zip(chosen, again)]
         for (i, _, candidates, _), row in zip(chosen, logits):
             kept, row = merge_derivations(candidates, row)
             out[i] = GroundedSpace(spaces[i], [candidate_text(c) for c in kept], row, kept, mentions)
@@ -177,6 +180,15 @@ class Grounder:
             with self._lock:
                 read.by_schema[key] = found
         return found
+
+
+def _in_asked_unit(logits: torch.Tensor, question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor:
+    """An integer slot's chooser logits (K + 1,) with the candidates that count a duration in another
+    unit than the question asks for (`asked_unit`) ruled out; other slots' logits as they are."""
+    if question.schema.type != "integer":
+        return logits
+    other = torch.tensor(counts_in_other_unit(candidates, mentions, asked_unit(question.text)), dtype=torch.bool)
+    return torch.cat([logits[:-1].masked_fill(other, float("-inf")), logits[-1:]])
 
 
 def _weighs_siblings(part) -> bool:

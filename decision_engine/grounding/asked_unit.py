@@ -1,0 +1,43 @@
+"""The duration unit an integer question counts in ("How many months ...?"), and the candidates that
+cannot count in it: a question asking for months is never answered by copying "2 years" or a bare
+"two", nor by the days between two dates."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .candidates import Candidate
+from .mention import DURATION_UNITS, Mention
+
+_UNIT_WORD = re.compile(r"\b(day|week|month|year)s?\b", re.I)
+
+
+def asked_unit(question: str) -> str | None:
+    """The one duration unit ("days", "weeks", "months" or "years") the question names, or None where
+    it names none or several (then any candidate may answer)."""
+    units = {match[1].lower() + "s" for match in _UNIT_WORD.finditer(question)}
+    return units.pop() if len(units) == 1 else None
+
+
+def counts_in_other_unit(candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None) -> list[bool]:
+    """Per candidate, whether it cannot be a count of `unit`: a copy of anything but a duration in that
+    unit, days between two dates where the unit is not days, or a step over a duration of another
+    unit. Always False without a unit."""
+    if unit is None:
+        return [False] * len(candidates)
+    assert unit in DURATION_UNITS, unit
+
+    def other(j: int) -> bool:
+        return mentions[j].kind == "duration" and mentions[j].unit != unit
+
+    out = []
+    for c in candidates:
+        if c.operation == "copy":
+            m = mentions[c.operands[0]]
+            out.append(not (m.kind == "duration" and m.unit == unit))
+        elif c.operation == "days_between":
+            out.append(unit != "days")
+        else:
+            out.append(any(other(j) for j in c.operands))
+    return out
