@@ -183,8 +183,8 @@ class Grounder:
 
 
 def _in_asked_unit(logits: torch.Tensor, question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor:
-    """An integer slot's chooser logits (K + 1,) with the candidates that count a duration in another
-    unit than the question asks for (`asked_unit`) ruled out; other slots' logits as they are."""
+    """An integer slot's chooser logits (K + 1,) with the candidates that cannot count in the unit the
+    question asks for (`asked_unit.counts_in_other_unit`) ruled out; other slots' logits as they are."""
     if question.schema.type != "integer":
         return logits
     other = torch.tensor(counts_in_other_unit(candidates, mentions, asked_unit(question.text)), dtype=torch.bool)
