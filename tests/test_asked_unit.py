@@ -25,6 +25,10 @@ DOCUMENT = (
     ("How much was the deposit?", None),
     ("How many days are there in the first month?", None),  # two units: any may answer
     ("What is the Monday rate?", None),  # a word that holds "day" is not a unit
+    ("In which year was the company incorporated?", None),  # which year, not how many
+    ("On what calendar day of the month is rent due?", None),
+    ("How many hours after the day of awareness was the regulator told?", None),  # hours are not read
+    ("How many hours passed?", None),
 ])
 def test_a_question_names_the_unit_it_counts_in(question, unit):
     assert asked_unit(question) == unit

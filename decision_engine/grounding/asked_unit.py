@@ -10,14 +10,19 @@ from collections.abc import Sequence
 from .candidates import Candidate
 from .mention import DURATION_UNITS, Mention
 
-_UNIT_WORD = re.compile(r"\b(day|week|month|year)s?\b", re.I)
+_UNIT_WORD = re.compile(r"\b(?:(which|what)\s+(?:\w+\s+)?)?(minute|hour|day|week|month|year)s?\b", re.I)
 
 
 def asked_unit(question: str) -> str | None:
-    """The one duration unit ("days", "weeks", "months" or "years") the question names, or None where
-    it names none or several (then any candidate may answer)."""
-    units = {match[1].lower() + "s" for match in _UNIT_WORD.finditer(question)}
-    return units.pop() if len(units) == 1 else None
+    """The one duration unit ("days", "weeks", "months" or "years") the question counts in, or None
+    where it names none or several (then any candidate may answer). A question that asks which one
+    ("in which year", "what day of the month") asks for a point in time, not a count, and one naming
+    hours or minutes, which the document's durations are not read in, leaves every candidate too."""
+    found = list(_UNIT_WORD.finditer(question))
+    if any(match[1] for match in found):  # a point in time is asked for, not a count
+        return None
+    units = {match[2].lower() + "s" for match in found}
+    return units.pop() if len(units) == 1 and units <= set(DURATION_UNITS) else None
 
 
 def counts_in_other_unit(candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None) -> list[bool]:
