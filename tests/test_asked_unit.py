@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decision_engine.grounding.asked_unit import asked_unit, counts_in_other_unit
+from decision_engine.grounding.asked_unit import asked_unit, cannot_count_in
 from decision_engine.grounding.candidates import integer_candidates
 from decision_engine.grounding.mentions import find_mentions
 
@@ -38,7 +38,7 @@ def _ruled_out(unit):
     mentions = find_mentions(DOCUMENT)
     candidates = integer_candidates(mentions, 0, 1000, derivations=3)
     out = {}
-    for c, excluded in zip(candidates, counts_in_other_unit(candidates, mentions, unit)):
+    for c, excluded in zip(candidates, cannot_count_in(candidates, mentions, unit)):
         out.setdefault(c.describe(), excluded)
     return out
 

@@ -25,7 +25,7 @@ def asked_unit(question: str) -> str | None:
     return units.pop() if len(units) == 1 and units <= set(DURATION_UNITS) else None
 
 
-def counts_in_other_unit(candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None) -> list[bool]:
+def cannot_count_in(candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None) -> list[bool]:
     """Per candidate, whether it cannot be a count of `unit`: a copy of anything but a duration in that
     unit, days between two dates where the unit is not days, or a step over a duration of another
     unit. Always False without a unit."""

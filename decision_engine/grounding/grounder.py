@@ -18,7 +18,7 @@ from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
-from .asked_unit import asked_unit, counts_in_other_unit
+from .asked_unit import asked_unit, cannot_count_in
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
@@ -95,15 +95,16 @@ class Grounder:
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             with torch.no_grad():
-                logits = self.chooser(*inputs)[0]
-            chosen.append((i, inputs, candidates, _in_asked_unit(logits, questions[i], candidates, mentions)))
+                chosen.append((i, inputs, candidates, self.chooser(*inputs)[0]))
+        # per slot, the candidates that cannot count in the unit its question asks for (integers only)
+        ruled_out = [_ruled_out(questions[i], candidates, mentions) for i, _, candidates, _ in chosen]
+        logits = [_without(entry[-1], out) for entry, out in zip(chosen, ruled_out)]
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         # what each grounded slot answers alone: what the others weigh when asked jointly
-        alone = [(candidates, mentions, logits.softmax(-1)[:-1]) for _, _, candidates, logits in chosen] if weighs else []
-        logits = [entry[-1] for entry in chosen]
+        alone = [(entry[2], mentions, row.softmax(-1)[:-1]) for entry, row in zip(chosen, logits)] if weighs else []
         if alone and len(chosen) > 1 and _weighs_siblings(self.chooser):
             again = self._with_siblings([entry[1] for entry in chosen], alone)
-            logits = [_in_asked_unit(row, questions[i], c, mentions) for (i, _, c, _), row in zip(chosen, again)]
+            logits = [_without(row, out) for row, out in zip(again, ruled_out)]
         for (i, _, candidates, _), row in zip(chosen, logits):
             kept, row = merge_derivations(candidates, row)
             out[i] = GroundedSpace(spaces[i], [candidate_text(c) for c in kept], row, kept, mentions)
@@ -182,13 +183,20 @@ class Grounder:
         return found
 
 
-def _in_asked_unit(logits: torch.Tensor, question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor:
-    """An integer slot's chooser logits (K + 1,) with the candidates that cannot count in the unit the
-    question asks for (`asked_unit.counts_in_other_unit`) ruled out; other slots' logits as they are."""
+def _ruled_out(question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor | None:
+    """(K,) True on an integer slot's candidates that cannot count in the unit its question asks for
+    (`asked_unit`); None for other slots and where nothing is ruled out."""
     if question.schema.type != "integer":
+        return None
+    out = cannot_count_in(candidates, mentions, asked_unit(question.text))
+    return torch.tensor(out, dtype=torch.bool) if any(out) else None
+
+
+def _without(logits: torch.Tensor, ruled_out: torch.Tensor | None) -> torch.Tensor:
+    """Chooser logits (K + 1,) with the ruled-out candidates at -inf; "write", last, stays."""
+    if ruled_out is None:
         return logits
-    other = torch.tensor(counts_in_other_unit(candidates, mentions, asked_unit(question.text)), dtype=torch.bool)
-    return torch.cat([logits[:-1].masked_fill(other, float("-inf")), logits[-1:]])
+    return torch.cat([logits[:-1].masked_fill(ruled_out, float("-inf")), logits[-1:]])
 
 
 def _weighs_siblings(part) -> bool:
