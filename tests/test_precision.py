@@ -1,12 +1,15 @@
-"""Which number format forward passes compute in, and that autocast is confined to the engine's passes."""
+"""Which number format forward passes compute in, that autocast is confined to the engine's passes, and
+that weights stored in bfloat16 change no number."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from decision_engine.factory import build_engine
 from decision_engine.options import EngineOptions
-from decision_engine.precision import compute_dtype, computing_in, cpu_has_native_bfloat16
+from decision_engine.precision import compute_dtype, computing_in, cpu_has_native_bfloat16, store_linear_weights_in
+from decision_engine.retrieval.embedder import SpanEmbedder
 
 
 def test_float32_and_bfloat16_are_taken_as_asked():
@@ -35,3 +38,41 @@ def test_bfloat16_runs_matrix_products_in_bfloat16_and_leaves_nothing_behind():
     assert (a @ b).dtype == torch.float32
     with computing_in(torch.float32, torch.device("cpu")):
         assert (a @ b).dtype == torch.float32
+
+
+def _small_network() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4))
+
+
+def test_linear_weights_stored_in_bfloat16_give_exactly_what_autocast_gives():
+    kept, stored = _small_network(), _small_network()
+    store_linear_weights_in(stored, torch.bfloat16)
+    assert stored[0].weight.dtype == stored[3].bias.dtype == torch.bfloat16
+    assert stored[2].weight.dtype == torch.float32  # only linear layers: layer norms keep float32
+    x = torch.randn(5, 8)
+    with computing_in(torch.bfloat16, torch.device("cpu")):
+        assert torch.equal(kept(x), stored(x))
+
+
+def test_float32_leaves_the_weights_as_they_are():
+    network = _small_network()
+    weight = network[0].weight
+    store_linear_weights_in(network, torch.float32)
+    assert network[0].weight is weight and weight.dtype == torch.float32
+
+
+def test_an_engine_leaves_a_model_it_was_given_in_float32(tiny_backend):
+    build_engine(EngineOptions(precision="bfloat16", retrieval="leading"), tiny_backend)
+    assert {p.dtype for p in tiny_backend.model.parameters()} == {torch.float32}
+
+
+def test_the_sentence_encoder_computes_in_the_dtype_it_was_given_before_first_use():
+    plain, halved = SpanEmbedder(cache_size=0), SpanEmbedder(cache_size=0)
+    halved.compute_in(torch.bfloat16)
+    texts = ["The deposit is returned within 14 days.", "Notice of 30 days"]
+    cosine = (plain.embed(texts) * halved.embed(texts)).sum(dim=1)
+    assert halved._model.encoder.layer[0].attention.self.query.weight.dtype == torch.bfloat16
+    assert bool((cosine > 0.999).all())
+    with pytest.raises(RuntimeError, match="loaded already"):
+        halved.compute_in(torch.float32)

@@ -59,3 +59,18 @@ def test_bfloat16_decides_the_samples_as_float32_does(recorded):
                     continue
                 assert a["confidence"] == pytest.approx(b["confidence"], abs=0.02), where
     assert len(flipped) <= MAX_FLIPPED, flipped
+
+
+def test_weights_stored_in_bfloat16_decide_exactly_as_autocast_of_float32_weights():
+    from decision_engine import models
+    from decision_engine.factory import build_engine
+    from decision_engine.options import EngineOptions
+    from sample_decisions import sample_requests
+
+    options = EngineOptions(precision="bfloat16")
+    stored = build_engine(options)  # opened here: its linear layers are stored in bfloat16
+    cast_per_call = build_engine(options, models.open_model())  # given: float32 weights, cast by autocast
+    assert stored.model.model.span_pointer is not None
+    for sample_id, request in sample_requests():
+        a, b = stored.decide(request, "joint"), cast_per_call.decide(request, "joint")
+        assert [(x.value, x.confidence) for x in a.answers] == [(y.value, y.confidence) for y in b.answers], sample_id

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..model.loader import base_model_dir
+from ..precision import computing_in, store_linear_weights_in
 from .spans import Span
 
 WINDOW_BEFORE = 240  # characters of context read before a mention
@@ -77,6 +78,7 @@ class SpanEmbedder:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.device = torch.device(device)
+        self.dtype = torch.float32  # what the encoder computes in (`compute_in`)
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.RLock()
@@ -94,6 +96,14 @@ class SpanEmbedder:
         folder = str(base_model_dir())
         self._tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         self._model = AutoModel.from_pretrained(folder, local_files_only=True).to(self.device).eval()
+        store_linear_weights_in(self._model, self.dtype)
+
+    def compute_in(self, dtype: torch.dtype) -> None:
+        """Run the encoder in `dtype` from now on, its linear layers stored in it; before its first use only."""
+        with self._lock:
+            if self._model is not None and dtype != self.dtype:
+                raise RuntimeError("the sentence encoder is loaded already; set its dtype before first use")
+            self.dtype = dtype
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         """(N, 384) unit-length embeddings, float32 on the CPU, in the order of `texts`."""
@@ -223,7 +233,8 @@ class SpanEmbedder:
             for r, i in enumerate(rows):
                 batch[r, : len(ids[i])] = torch.tensor(ids[i])
                 mask[r, : len(ids[i])] = 1
-            hidden = self._model(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+            with computing_in(self.dtype, self.device):
+                hidden = self._model(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
             for r, i in enumerate(rows):
                 states[i] = hidden[r, : len(ids[i])].float().cpu()
         return states
