@@ -15,7 +15,7 @@ from decision_engine.calibration import Calibration
 from decision_engine.decoding.grounded_space import GroundedSpace
 from decision_engine.decoding.slot_space import build_space
 from decision_engine.engine import DecisionEngine
-from decision_engine.grounding.candidates import Candidate
+from decision_engine.grounding.candidates import Candidate, measure
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.reader.comparison_chooser import (
@@ -70,6 +70,27 @@ def test_the_table_compares_integers_with_integers_and_dates_with_dates():
     assert table.less[0, 1] and not table.less[0, 0]
     assert table.less_equal[3, 2] and not table.less_equal[2, 3]
     assert not table.less_equal[0, 2] and not table.less_equal[2, 0]  # 5 and a date do not compare
+
+
+def test_the_table_compares_only_values_that_count_the_same_thing():
+    mentions = find_mentions(
+        "Sent on 2024-03-01, received on 2024-03-11. Notice of 30 days, or 2 months, or 10 business days; "
+        "a fee of 300; a 5% surcharge."
+    )
+    candidates = comparison_candidates(mentions)
+    table = ComparisonTable.of(candidates, mentions)
+
+    def at(operation: str, value) -> int:
+        return next(i for i, c in enumerate(candidates) if c.operation == operation and c.value == value)
+
+    between, days, months = at("days_between", 10), at("copy", 30), at("copy", 2)
+    business, fee, percent = at("copy", 10), at("copy", 300), at("copy", 5)
+    assert [measure(candidates[i], mentions) for i in (between, days, months, business, fee, percent)] == [
+        "days", "days", "months", "days business", "number", "percent",
+    ]
+    assert table.comparable[between, days] and table.less_equal[between, days]  # 10 days against 30 days
+    for other in (months, business, fee, percent):  # never 10 days against 2 months, 10 business days, 300 or 5%
+        assert not table.comparable[between, other] and not table.less_equal[other, between]
 
 
 def test_candidates_hold_both_kinds_of_value():

@@ -139,6 +139,19 @@ def amount_group(mention: Mention) -> str | None:
     return "number" if mention.unit is None else mention.unit + (" business" if mention.business else "")
 
 
+def measure(candidate: Candidate, mentions: Sequence[Mention]) -> str:
+    """What a candidate's value counts, so that only like is compared with like: "date"; "days" for
+    the days between two dates; a duration's unit (with " business" for business days) for a copy of
+    a duration or a step over durations; "percent" for a copied percentage; "number" otherwise."""
+    if isinstance(candidate.value, dt.date):
+        return "date"
+    if candidate.operation == "days_between":
+        return "days"
+    if candidate.operation in ("percent_of", "zero") or not candidate.operands:
+        return "number"
+    return amount_group(mentions[candidate.operands[0]]) or "percent"
+
+
 def in_one_list(head: Mention, other: Mention) -> bool:
     """Whether `other` may be an item of the written list `head` is in: an amount of the same group on
     the same line."""

@@ -5,7 +5,8 @@ was sent is on or before a deadline (a date plus a duration), "is the wind withi
 one number is at most another. The chooser points at a left and a right value among the document's
 candidate values (a mention copied, or one step over mentions; `grounding.candidates`), each with a
 value chooser of its own, and answers `true` with the probability that left <= right (or left < right,
-as the question reads). A gate keeps the questions that are not comparisons with the reader: its
+as the question reads). Only values that count the same thing are compared (`grounding.candidates.measure`):
+days between two dates with a number of days, never with a number of months or a bare number. A gate keeps the questions that are not comparisons with the reader: its
 "write" column hands the slot back to the model's own boolean logits. In training, what the gate does
 not give the comparison is answered by the question alone (`prior`, a learnt habit per question), so
 the gate opens only where comparing the document's values beats answering from habit; that habit is
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..grounding.candidates import DERIVATIONS, Candidate, date_candidates, integer_candidates
+from ..grounding.candidates import DERIVATIONS, Candidate, date_candidates, integer_candidates, measure
 from ..grounding.mention import Mention
 from .chooser_ensemble import first_chooser, value_chooser
 from .value_chooser import DIM, CandidateTable
@@ -49,15 +50,17 @@ class ComparisonTable:
     table: CandidateTable
     less_equal: torch.Tensor  # (K, K) True where candidate i's value <= candidate j's, both of one kind
     less: torch.Tensor  # (K, K) the same for <
-    comparable: torch.Tensor  # (K, K) True where both are integers or both are dates
+    comparable: torch.Tensor  # (K, K) True where both count the same thing (`measure`)
 
     @classmethod
     def of(cls, candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> ComparisonTable:
-        is_date = torch.tensor([isinstance(c.value, dt.date) for c in candidates], dtype=torch.bool)
         ordinal = torch.tensor(
             [c.value.toordinal() if isinstance(c.value, dt.date) else c.value for c in candidates], dtype=torch.float64
         )
-        comparable = is_date[:, None] == is_date[None, :]
+        measures = [measure(c, mentions) for c in candidates]
+        code = {m: i for i, m in enumerate(dict.fromkeys(measures))}
+        measured = torch.tensor([code[m] for m in measures])
+        comparable = measured[:, None] == measured[None, :]
         return cls(
             CandidateTable.of(candidates, mentions),
             comparable & (ordinal[:, None] <= ordinal[None, :]),
