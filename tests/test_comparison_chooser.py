@@ -93,6 +93,19 @@ def test_the_table_compares_only_values_that_count_the_same_thing():
         assert not table.comparable[between, other] and not table.less_equal[other, between]
 
 
+def test_weeks_compare_with_days_as_seven_days_each():
+    mentions = find_mentions("Sent on 2024-03-01, received on 2024-03-11. Reply within 2 weeks, or 9 days.")
+    candidates = comparison_candidates(mentions)
+    table = ComparisonTable.of(candidates, mentions)
+    between = next(i for i, c in enumerate(candidates) if c.operation == "days_between")
+    weeks = next(i for i, c in enumerate(candidates) if c.operation == "copy" and c.value == 2)
+    nine = next(i for i, c in enumerate(candidates) if c.operation == "copy" and c.value == 9)
+    assert measure(candidates[weeks], mentions) == "weeks"
+    assert table.comparable[between, weeks] and table.less_equal[between, weeks]  # 10 days <= 14 days
+    assert table.less[nine, weeks] and not table.less_equal[weeks, nine]  # 9 days < 2 weeks
+    assert not table.less_equal[between, nine]  # 10 days > 9 days
+
+
 def test_candidates_hold_both_kinds_of_value():
     mentions = find_mentions(_document(dt.date(2024, 5, 1), dt.date(2024, 4, 28)))
     values = [c.value for c in comparison_candidates(mentions)]

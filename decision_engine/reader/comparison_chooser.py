@@ -6,7 +6,8 @@ one number is at most another. The chooser points at a left and a right value am
 candidate values (a mention copied, or one step over mentions; `grounding.candidates`), each with a
 value chooser of its own, and answers `true` with the probability that left <= right (or left < right,
 as the question reads). Only values that count the same thing are compared (`grounding.candidates.measure`):
-days between two dates with a number of days, never with a number of months or a bare number. A gate keeps the questions that are not comparisons with the reader: its
+days between two dates with a number of days or weeks (a week counted as seven days), never with a
+number of months or a bare number. A gate keeps the questions that are not comparisons with the reader: its
 "write" column hands the slot back to the model's own boolean logits. In training, what the gate does
 not give the comparison is answered by the question alone (`prior`, a learnt habit per question), so
 the gate opens only where comparing the document's values beats answering from habit; that habit is
@@ -54,10 +55,14 @@ class ComparisonTable:
 
     @classmethod
     def of(cls, candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> ComparisonTable:
-        ordinal = torch.tensor(
-            [c.value.toordinal() if isinstance(c.value, dt.date) else c.value for c in candidates], dtype=torch.float64
-        )
         measures = [measure(c, mentions) for c in candidates]
+        in_days = [m == "weeks" for m in measures]  # a week is seven days: "2 weeks" compares as 14 days
+        measures = ["days" if weeks else m for weeks, m in zip(in_days, measures)]
+        ordinal = torch.tensor(
+            [c.value.toordinal() if isinstance(c.value, dt.date) else c.value * (7 if weeks else 1)
+             for c, weeks in zip(candidates, in_days)],
+            dtype=torch.float64,
+        )
         code = {m: i for i, m in enumerate(dict.fromkeys(measures))}
         measured = torch.tensor([code[m] for m in measures])
         comparable = measured[:, None] == measured[None, :]
