@@ -49,7 +49,7 @@ class ComparisonTable:
     """A document's comparison candidates as tensors: their table and how each pair compares."""
 
     table: CandidateTable
-    less_equal: torch.Tensor  # (K, K) True where candidate i's value <= candidate j's, both of one kind
+    less_equal: torch.Tensor  # (K, K) True where candidate i's value <= candidate j's, both of one measure
     less: torch.Tensor  # (K, K) the same for <
     comparable: torch.Tensor  # (K, K) True where both count the same thing (`measure`)
 
