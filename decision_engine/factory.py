@@ -8,7 +8,7 @@ from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
 from .grounding.grounder import grounder_for_model
 from .options import EngineOptions
-from .precision import compute_dtype, store_linear_weights_in
+from .precision import compute_dtype, keep_weight_copies
 from .retrieval.builder import context_for_model
 
 
@@ -21,20 +21,18 @@ def dllm_options(options: EngineOptions):
 
 def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
     """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
-    already built. Raises ModelLoadError for a model that cannot be opened. A model opened here, and the
-    sentence encoder of the context made here, are this engine's alone: in bfloat16 the linear layers
-    of their transformer layers are stored in it (`precision.store_linear_weights_in`); a model given
-    is left as it is."""
-    opened = model is None
-    if opened:
+    already built. Raises ModelLoadError for a model that cannot be opened. In bfloat16 the linear layers
+    of the model's transformer layers, and of the context's sentence encoder, keep a bfloat16 copy of
+    their weights (`precision.keep_weight_copies`)."""
+    if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     context = context_for_model(options.retrieval, model)
     dtype = compute_dtype(options.precision, options.device, bundled_family=isinstance(model, NativeBackend))
     embedder = getattr(context, "embedder", None)
     if embedder is not None:
         embedder.compute_in(dtype)
-    if opened and isinstance(model, NativeBackend):
-        for layers in (model.model.layers, model.model.answer_layers):  # the heads' small layers stay float32
+    if isinstance(model, NativeBackend):
+        for layers in (model.model.layers, model.model.answer_layers):  # the heads' small layers: no copies
             if layers is not None:
-                store_linear_weights_in(layers, dtype)
+                keep_weight_copies(layers, dtype)
     return DecisionEngine(model, options.limits, context, grounder_for_model(model, context), dtype)

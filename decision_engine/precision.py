@@ -3,17 +3,19 @@
 bfloat16 runs matrix products and attention under `torch.autocast`, which halves the base encoder's
 time on CPUs with native bfloat16 (AVX-512 BF16, AMX) and changes sentence vectors by a cosine of
 about 5e-5. "auto" takes it for the bundled model on such CPUs only; elsewhere, and for other model
-families, "auto" is float32. Weights stay float32, except in modules an engine owns and only ever runs
-in bfloat16: their linear layers keep the bfloat16 copy autocast would make on every call
-(`store_linear_weights_in`).
+families, "auto" is float32. Weights stay float32; an engine computing in bfloat16 gives the linear
+layers of its transformers a bfloat16 copy of their weights, the one autocast would make on every
+call (`keep_weight_copies`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import types
 from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 
 from .options import PRECISIONS
 
@@ -48,12 +50,31 @@ def computing_in(dtype: torch.dtype, device: torch.device) -> Iterator[None]:
         yield
 
 
-def store_linear_weights_in(module: torch.nn.Module, dtype: torch.dtype) -> None:
-    """Store the weight and bias of every linear layer of `module` in `dtype`, once. Autocast rounds a
-    float32 weight to the same `dtype` on every call, so a module run only inside `computing_in(dtype)`
-    gives the same numbers without copying its weights per call; float32 leaves `module` untouched."""
+def keep_weight_copies(module: torch.nn.Module, dtype: torch.dtype) -> None:
+    """Give every linear layer of `module` a copy of its weight and bias in `dtype`, used whenever the
+    layer runs under autocast to `dtype` without gradients. Autocast rounds the float32 weights to the
+    same values on every call, so the numbers do not change, only the per-call copies go; passes in
+    float32 and training use the float32 weights as before, and a copy is made again once its weight
+    changes. float32 leaves `module` untouched."""
     if dtype == torch.float32:
         return
     for layer in module.modules():
         if isinstance(layer, torch.nn.Linear):
-            layer.to(dtype)
+            layer.__dict__["_copy_dtype"] = dtype
+            layer.forward = types.MethodType(_linear_with_copy, layer)
+
+
+def _linear_with_copy(layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    weight, bias, dtype = layer.weight, layer.bias, layer.__dict__["_copy_dtype"]
+    device = weight.device.type
+    if not torch.is_autocast_enabled(device) or torch.get_autocast_dtype(device) != dtype or (
+        torch.is_grad_enabled() and weight.requires_grad
+    ):
+        return F.linear(x, weight, bias)
+    stamp = (weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
+    kept = layer.__dict__.get("_copy")
+    if kept is None or kept[0] != stamp:
+        with torch.no_grad():
+            kept = (stamp, weight.to(dtype), None if bias is None else bias.to(dtype))
+        layer.__dict__["_copy"] = kept
+    return F.linear(x, kept[1], kept[2])

@@ -1,5 +1,5 @@
 """Which number format forward passes compute in, that autocast is confined to the engine's passes, and
-that weights stored in bfloat16 change no number."""
+that bfloat16 copies of weights change no number."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from decision_engine.factory import build_engine
 from decision_engine.options import EngineOptions
-from decision_engine.precision import compute_dtype, computing_in, cpu_has_native_bfloat16, store_linear_weights_in
+from decision_engine.precision import compute_dtype, computing_in, cpu_has_native_bfloat16, keep_weight_copies
 from decision_engine.retrieval.embedder import SpanEmbedder
 
 
@@ -45,34 +45,54 @@ def _small_network() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4))
 
 
-def test_linear_weights_stored_in_bfloat16_give_exactly_what_autocast_gives():
-    kept, stored = _small_network(), _small_network()
-    store_linear_weights_in(stored, torch.bfloat16)
-    assert stored[0].weight.dtype == stored[3].bias.dtype == torch.bfloat16
-    assert stored[2].weight.dtype == torch.float32  # only linear layers: layer norms keep float32
+BFLOAT16 = torch.bfloat16
+CPU = torch.device("cpu")
+
+
+def test_weight_copies_give_exactly_what_autocast_gives_and_float32_is_untouched():
+    plain, copied = _small_network(), _small_network()
+    keep_weight_copies(copied, BFLOAT16)
     x = torch.randn(5, 8)
-    with computing_in(torch.bfloat16, torch.device("cpu")):
-        assert torch.equal(kept(x), stored(x))
+    with torch.no_grad():
+        with computing_in(BFLOAT16, CPU):
+            assert torch.equal(plain(x), copied(x))
+        assert copied[0].__dict__["_copy"][1].dtype == BFLOAT16
+        assert {p.dtype for p in copied.parameters()} == {torch.float32}
+        assert torch.equal(plain(x), copied(x))  # in float32 the float32 weights answer
 
 
-def test_float32_leaves_the_weights_as_they_are():
+def test_a_copy_is_made_again_once_its_weight_changes_and_training_uses_the_float32_weights():
+    plain, copied = _small_network(), _small_network()
+    keep_weight_copies(copied, BFLOAT16)
+    x = torch.randn(5, 8)
+    with torch.no_grad(), computing_in(BFLOAT16, CPU):
+        copied(x)
+        for network in (plain, copied):
+            network[0].weight.add_(0.5)
+        assert torch.equal(plain(x), copied(x))
+    with computing_in(BFLOAT16, CPU):
+        copied(x).sum().backward()
+    assert copied[0].weight.grad is not None
+
+
+def test_float32_keeps_no_copies():
     network = _small_network()
-    weight = network[0].weight
-    store_linear_weights_in(network, torch.float32)
-    assert network[0].weight is weight and weight.dtype == torch.float32
+    keep_weight_copies(network, torch.float32)
+    assert "forward" not in network[0].__dict__
 
 
-def test_an_engine_leaves_a_model_it_was_given_in_float32(tiny_backend):
+def test_an_engine_keeps_the_weights_of_a_model_it_was_given_in_float32(tiny_backend):
     build_engine(EngineOptions(precision="bfloat16", retrieval="leading"), tiny_backend)
     assert {p.dtype for p in tiny_backend.model.parameters()} == {torch.float32}
 
 
-def test_the_sentence_encoder_computes_in_the_dtype_it_was_given_before_first_use():
+def test_the_sentence_encoder_computes_in_the_dtype_it_is_given():
     plain, halved = SpanEmbedder(cache_size=0), SpanEmbedder(cache_size=0)
-    halved.compute_in(torch.bfloat16)
+    halved.compute_in(BFLOAT16)
     texts = ["The deposit is returned within 14 days.", "Notice of 30 days"]
     cosine = (plain.embed(texts) * halved.embed(texts)).sum(dim=1)
-    assert halved._model.encoder.layer[0].attention.self.query.weight.dtype == torch.bfloat16
-    assert bool((cosine > 0.999).all())
-    with pytest.raises(RuntimeError, match="loaded already"):
-        halved.compute_in(torch.float32)
+    query = halved._model.encoder.layer[0].attention.self.query
+    assert query.weight.dtype == torch.float32 and query.__dict__["_copy"][1].dtype == BFLOAT16
+    assert bool((cosine > 0.999).all()) and not bool((cosine == 1).all())
+    halved.compute_in(torch.float32)
+    assert torch.equal(plain.embed(texts), halved.embed(texts))

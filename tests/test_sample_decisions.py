@@ -61,16 +61,22 @@ def test_bfloat16_decides_the_samples_as_float32_does(recorded):
     assert len(flipped) <= MAX_FLIPPED, flipped
 
 
-def test_weights_stored_in_bfloat16_decide_exactly_as_autocast_of_float32_weights():
-    from decision_engine import models
+def test_bfloat16_weight_copies_decide_exactly_as_autocast_of_float32_weights():
+    from decision_engine.bench.runner import clear_document_cache
     from decision_engine.factory import build_engine
     from decision_engine.options import EngineOptions
     from sample_decisions import sample_requests
 
-    options = EngineOptions(precision="bfloat16")
-    stored = build_engine(options)  # opened here: its linear layers are stored in bfloat16
-    cast_per_call = build_engine(options, models.open_model())  # given: float32 weights, cast by autocast
-    assert stored.model.model.span_pointer is not None
+    engine = build_engine(EngineOptions(precision="bfloat16"))
+    with_copies = {sample_id: engine.decide(request, "joint") for sample_id, request in sample_requests()}
+    encoders = (engine.model.model.layers, engine.context.embedder._model)
+    copied = [m for encoder in encoders for m in encoder.modules() if "forward" in m.__dict__]
+    assert len(copied) > 40  # both transformers' linear layers kept copies
+    for layer in copied:
+        del layer.forward  # the layer's own forward again: autocast casts its weights on every call
+    clear_document_cache(engine)
     for sample_id, request in sample_requests():
-        a, b = stored.decide(request, "joint"), cast_per_call.decide(request, "joint")
-        assert [(x.value, x.confidence) for x in a.answers] == [(y.value, y.confidence) for y in b.answers], sample_id
+        cast_per_call = engine.decide(request, "joint")
+        assert [(a.value, a.confidence) for a in with_copies[sample_id].answers] == [
+            (a.value, a.confidence) for a in cast_per_call.answers
+        ], sample_id

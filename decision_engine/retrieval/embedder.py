@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..model.loader import base_model_dir
-from ..precision import computing_in, store_linear_weights_in
+from ..precision import computing_in, keep_weight_copies
 from .spans import Span
 
 WINDOW_BEFORE = 240  # characters of context read before a mention
@@ -96,14 +96,14 @@ class SpanEmbedder:
         folder = str(base_model_dir())
         self._tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         self._model = AutoModel.from_pretrained(folder, local_files_only=True).to(self.device).eval()
-        store_linear_weights_in(self._model, self.dtype)
+        keep_weight_copies(self._model, self.dtype)
 
     def compute_in(self, dtype: torch.dtype) -> None:
-        """Run the encoder in `dtype` from now on, its linear layers stored in it; before its first use only."""
+        """Run the encoder in `dtype` from now on (autocast), its linear layers keeping copies in it."""
         with self._lock:
-            if self._model is not None and dtype != self.dtype:
-                raise RuntimeError("the sentence encoder is loaded already; set its dtype before first use")
             self.dtype = dtype
+            if self._model is not None:
+                keep_weight_copies(self._model, dtype)
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         """(N, 384) unit-length embeddings, float32 on the CPU, in the order of `texts`."""
