@@ -11,7 +11,6 @@ call (`keep_weight_copies`).
 from __future__ import annotations
 
 import contextlib
-import types
 from collections.abc import Iterator
 
 import torch
@@ -52,29 +51,36 @@ def computing_in(dtype: torch.dtype, device: torch.device) -> Iterator[None]:
 
 def keep_weight_copies(module: torch.nn.Module, dtype: torch.dtype) -> None:
     """Give every linear layer of `module` a copy of its weight and bias in `dtype`, used whenever the
-    layer runs under autocast to `dtype` without gradients. Autocast rounds the float32 weights to the
-    same values on every call, so the numbers do not change, only the per-call copies go; passes in
-    float32 and training use the float32 weights as before, and a copy is made again once its weight
-    changes. float32 leaves `module` untouched."""
+    layer runs under autocast to `dtype` without gradients (`LinearWithCopy`). Autocast rounds the
+    float32 weights to the same values on every call, so the numbers do not change, only the per-call
+    copies go. float32 leaves `module` untouched."""
     if dtype == torch.float32:
         return
     for layer in module.modules():
-        if isinstance(layer, torch.nn.Linear):
-            layer.__dict__["_copy_dtype"] = dtype
-            layer.forward = types.MethodType(_linear_with_copy, layer)
+        if type(layer) in (torch.nn.Linear, LinearWithCopy):
+            layer.__class__ = LinearWithCopy
+            layer.copy_dtype = dtype
 
 
-def _linear_with_copy(layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    weight, bias, dtype = layer.weight, layer.bias, layer.__dict__["_copy_dtype"]
-    device = weight.device.type
-    if not torch.is_autocast_enabled(device) or torch.get_autocast_dtype(device) != dtype or (
-        torch.is_grad_enabled() and weight.requires_grad
-    ):
-        return F.linear(x, weight, bias)
-    stamp = (weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
-    kept = layer.__dict__.get("_copy")
-    if kept is None or kept[0] != stamp:
-        with torch.no_grad():
-            kept = (stamp, weight.to(dtype), None if bias is None else bias.to(dtype))
-        layer.__dict__["_copy"] = kept
-    return F.linear(x, kept[1], kept[2])
+class LinearWithCopy(torch.nn.Linear):
+    """A linear layer that keeps a `copy_dtype` copy of its float32 weights for passes under autocast to
+    that dtype; float32 passes and training use the float32 weights, and a copy is made again once its
+    weight changes. Same parameters and state dict as `torch.nn.Linear`."""
+
+    copy_dtype: torch.dtype = torch.bfloat16
+    _copy: tuple | None = None  # (stamp of the weights copied, weight, bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias, dtype = self.weight, self.bias, self.copy_dtype
+        device = weight.device.type
+        if not torch.is_autocast_enabled(device) or torch.get_autocast_dtype(device) != dtype or (
+            torch.is_grad_enabled() and weight.requires_grad
+        ):
+            return F.linear(x, weight, bias)
+        stamp = (weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
+        kept = self._copy
+        if kept is None or kept[0] != stamp:
+            with torch.no_grad():
+                kept = (stamp, weight.to(dtype), None if bias is None else bias.to(dtype))
+            self.__dict__["_copy"] = kept  # a plain attribute: not a buffer, not in the state dict
+        return F.linear(x, kept[1], kept[2])

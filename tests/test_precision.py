@@ -3,6 +3,9 @@ that bfloat16 copies of weights change no number."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 
@@ -56,7 +59,7 @@ def test_weight_copies_give_exactly_what_autocast_gives_and_float32_is_untouched
     with torch.no_grad():
         with computing_in(BFLOAT16, CPU):
             assert torch.equal(plain(x), copied(x))
-        assert copied[0].__dict__["_copy"][1].dtype == BFLOAT16
+        assert copied[0]._copy[1].dtype == BFLOAT16
         assert {p.dtype for p in copied.parameters()} == {torch.float32}
         assert torch.equal(plain(x), copied(x))  # in float32 the float32 weights answer
 
@@ -75,10 +78,17 @@ def test_a_copy_is_made_again_once_its_weight_changes_and_training_uses_the_floa
     assert copied[0].weight.grad is not None
 
 
-def test_float32_keeps_no_copies():
+def test_float32_keeps_no_copies_and_a_network_with_copies_saves_and_copies_as_before():
     network = _small_network()
     keep_weight_copies(network, torch.float32)
-    assert "forward" not in network[0].__dict__
+    assert type(network[0]) is torch.nn.Linear
+    keep_weight_copies(network, BFLOAT16)
+    assert isinstance(network[0], torch.nn.Linear) and network.state_dict().keys() == _small_network().state_dict().keys()
+    x = torch.randn(2, 8)
+    with torch.no_grad(), computing_in(BFLOAT16, CPU):
+        expected = network(x)
+        assert torch.equal(copy.deepcopy(network)(x), expected)
+        assert torch.equal(pickle.loads(pickle.dumps(network))(x), expected)
 
 
 def test_an_engine_keeps_the_weights_of_a_model_it_was_given_in_float32(tiny_backend):
@@ -92,7 +102,7 @@ def test_the_sentence_encoder_computes_in_the_dtype_it_is_given():
     texts = ["The deposit is returned within 14 days.", "Notice of 30 days"]
     cosine = (plain.embed(texts) * halved.embed(texts)).sum(dim=1)
     query = halved._model.encoder.layer[0].attention.self.query
-    assert query.weight.dtype == torch.float32 and query.__dict__["_copy"][1].dtype == BFLOAT16
+    assert query.weight.dtype == torch.float32 and query._copy[1].dtype == BFLOAT16
     assert bool((cosine > 0.999).all()) and not bool((cosine == 1).all())
     halved.compute_in(torch.float32)
     assert torch.equal(plain.embed(texts), halved.embed(texts))
