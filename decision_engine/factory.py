@@ -8,7 +8,7 @@ from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
 from .grounding.grounder import grounder_for_model
 from .options import EngineOptions
-from .precision import compute_dtype, keep_weight_copies
+from .precision import compute_dtype
 from .retrieval.builder import context_for_model
 
 
@@ -23,7 +23,7 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
     already built. Raises ModelLoadError for a model that cannot be opened. In bfloat16 the linear layers
     of the model's transformer layers, and of the context's sentence encoder, keep a bfloat16 copy of
-    their weights (`precision.keep_weight_copies`)."""
+    their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`)."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     context = context_for_model(options.retrieval, model)
@@ -32,7 +32,5 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     if embedder is not None:
         embedder.compute_in(dtype)
     if isinstance(model, NativeBackend):
-        for layers in (model.model.layers, model.model.answer_layers):  # the heads' small layers: no copies
-            if layers is not None:
-                keep_weight_copies(layers, dtype)
+        model.keep_weight_copies(dtype)
     return DecisionEngine(model, options.limits, context, grounder_for_model(model, context), dtype)

@@ -13,6 +13,7 @@ from ..reader.absence_gate import AbsenceGate
 from ..model.loader import base_model_dir, from_base, load_checkpoint
 from ..model.reading import DocumentMemory
 from ..model.transformer import BlockDiffusionModel, PrefixState
+from ..precision import keep_weight_copies
 from ..reader.document_cache import DEFAULT_CACHE_BYTES, DocumentCache, document_key
 from ..reader.encoding import DocumentStates
 from ..reader.evidence import document_spans, pointed_spans, span_token_index
@@ -91,6 +92,13 @@ class NativeBackend:
         self.cross_reader = model.cross_reader  # and so does this one, reading their evidence (reader/cross_reader.py)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
         self.absence_gate = None  # shifts "not mentioned" by how strongly a passage was found (reader/absence_gate.py)
+
+    def keep_weight_copies(self, dtype: torch.dtype) -> None:
+        """For passes under autocast to `dtype`: the linear layers of the transformer layers keep a copy
+        of their weights in it (`precision.keep_weight_copies`); the heads' small layers do not."""
+        for layers in (self.model.layers, self.model.answer_layers):
+            if layers is not None:
+                keep_weight_copies(layers, dtype)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)

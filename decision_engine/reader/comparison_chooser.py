@@ -55,14 +55,8 @@ class ComparisonTable:
 
     @classmethod
     def of(cls, candidates: Sequence[Candidate], mentions: Sequence[Mention]) -> ComparisonTable:
-        measures = [measure(c, mentions) for c in candidates]
-        in_days = [m == "weeks" for m in measures]  # a week is seven days: "2 weeks" compares as 14 days
-        measures = ["days" if weeks else m for weeks, m in zip(in_days, measures)]
-        ordinal = torch.tensor(
-            [c.value.toordinal() if isinstance(c.value, dt.date) else c.value * (7 if weeks else 1)
-             for c, weeks in zip(candidates, in_days)],
-            dtype=torch.float64,
-        )
+        measures, ordinals = zip(*(_compared_as(c, mentions) for c in candidates))
+        ordinal = torch.tensor(ordinals, dtype=torch.float64)
         code = {m: i for i, m in enumerate(dict.fromkeys(measures))}
         measured = torch.tensor([code[m] for m in measures])
         comparable = measured[:, None] == measured[None, :]
@@ -72,6 +66,17 @@ class ComparisonTable:
             comparable & (ordinal[:, None] < ordinal[None, :]),
             comparable,
         )
+
+
+def _compared_as(candidate: Candidate, mentions: Sequence[Mention]) -> tuple[str, float]:
+    """What a candidate counts and the number it compares as: a date's ordinal, a number of weeks as
+    that many days times seven ("2 weeks" against 10 days is 14 against 10), any other value itself."""
+    counts = measure(candidate, mentions)
+    if isinstance(candidate.value, dt.date):
+        return counts, candidate.value.toordinal()
+    if counts == "weeks":
+        return "days", candidate.value * 7
+    return counts, candidate.value
 
 
 class ComparisonChooser(nn.Module):
