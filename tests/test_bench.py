@@ -178,3 +178,27 @@ def test_a_reading_model_benches_with_and_without_its_caches(vocab):
     assert report["prefix_cache"]["same_decisions"] is True
     assert report["latency_cold_p50_ms"] > 0 and report["latency_warm_p50_ms"] > 0
     assert reader.documents.hits > 0
+
+
+def test_a_cpu_report_names_the_cpu_and_its_vector_instructions(monkeypatch):
+    import torch
+
+    from decision_engine.bench import commands
+
+    monkeypatch.setattr(commands, "cpu_model", lambda: "Example CPU 9000")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert commands._device_name("cpu").startswith("Example CPU 9000, AVX2, ")
+
+
+def test_the_cpu_model_falls_back_to_platform_without_cpuinfo(monkeypatch):
+    import builtins
+
+    from decision_engine.bench import commands
+
+    def no_file(*args, **kwargs):
+        raise OSError("no such file")
+
+    monkeypatch.setattr(builtins, "open", no_file)
+    monkeypatch.setattr(commands.platform, "processor", lambda: "")
+    monkeypatch.setattr(commands.platform, "machine", lambda: "riscv64")
+    assert commands.cpu_model() == "riscv64"

@@ -84,7 +84,23 @@ def _device_name(device: str) -> str:
 
     if device == "cuda":
         return torch.cuda.get_device_name()
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
+    return (
+        f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads"
+    )
+
+
+def cpu_model() -> str:
+    """The CPU's model name where the system says it (Linux), else what `platform` knows: CPU timings
+    differ several-fold between machines, so a report names the one it ran on."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _sizes(text: str | None, default: Sequence[int]) -> tuple[int, ...] | None:
