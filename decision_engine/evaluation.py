@@ -77,6 +77,18 @@ def swap_documents(groups: Sequence[LabelledGroup]) -> list[LabelledGroup]:
     return swapped
 
 
+def with_swap_drop(swapped: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of groups asked of swapped documents (`swapped`), with the accuracies of the same
+    groups asked of their own documents (`own`) and the drops: what the model owes to reading the
+    right document."""
+    return {
+        **swapped,
+        "own_documents": {key: own[key] for key in ("per_question_accuracy", "group_accuracy")},
+        "swap_drop": own["per_question_accuracy"] - swapped["per_question_accuracy"],
+        "swap_group_drop": own["group_accuracy"] - swapped["group_accuracy"],
+    }
+
+
 def majority_answers(label_sets: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Each question id's most common answer over `label_sets`; ties go to the smallest answer in JSON
     order, so the order of the input never matters (True and 1 stay apart)."""

@@ -374,6 +374,11 @@ def test_eval_swap_documents(smoke_checkpoint, tmp_path, capsys):
     assert main(args) == 0
     joint = json.loads(capsys.readouterr().out)["joint"]
     assert joint["questions"] == 9 and "evidence_recall" not in joint
+    assert main([arg for arg in args if arg != "--swap-documents"]) == 0
+    own = json.loads(capsys.readouterr().out)["joint"]
+    assert joint["own_documents"] == {key: own[key] for key in ("per_question_accuracy", "group_accuracy")}
+    assert joint["swap_drop"] == pytest.approx(own["per_question_accuracy"] - joint["per_question_accuracy"])
+    assert joint["swap_group_drop"] == pytest.approx(own["group_accuracy"] - joint["group_accuracy"])
     assert main([*args, "--gold-evidence-first"]) == 2
     assert "drop --gold-evidence-first" in capsys.readouterr().err
     assert main([*args, "--limit", "1"]) == 2
