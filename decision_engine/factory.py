@@ -26,7 +26,7 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`)."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
-    context = context_for_model(options.retrieval, model)
+    context = context_for_model(options.retrieval, model, options.evidence_tokens)
     dtype = compute_dtype(options.precision, options.device, bundled_family=isinstance(model, NativeBackend))
     embedder = getattr(context, "embedder", None)
     if embedder is not None:

@@ -15,6 +15,9 @@ RETRIEVALS: tuple[str, ...] = get_args(Retrieval)
 MODES: tuple[str, ...] = get_args(Mode)
 Precision = Literal["auto", "float32", "bfloat16"]  # what forward passes compute in (precision.py)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+# a question's evidence budget: at least a clause's worth, at most the document tokens the bundled model
+# was trained with (its `context_tokens`)
+EVIDENCE_TOKEN_RANGE = (16, 320)
 
 
 @dataclass(frozen=True)
@@ -30,12 +33,18 @@ class EngineOptions:
     block_size: int | None = None  # masked diffusion LLMs: the diffusion block, where config.json does not give it
     loader: str | None = None  # masked diffusion LLMs: the transformers auto class to load with
     precision: Precision = "auto"  # bfloat16 for the bundled model on a CPU that has it natively, else float32
+    # tokens of evidence laid beside each question by a model's span pointer; None: its own (160). Fewer
+    # make a request cheaper and may cost accuracy (see the README)
+    evidence_tokens: int | None = None
 
     def __post_init__(self):
         if self.retrieval not in RETRIEVALS:
             raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, not {self.retrieval!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        low, high = EVIDENCE_TOKEN_RANGE
+        if self.evidence_tokens is not None and not low <= self.evidence_tokens <= high:
+            raise ValueError(f"evidence_tokens must be from {low} to {high}, not {self.evidence_tokens}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineOptions:
@@ -49,6 +58,7 @@ class EngineOptions:
             block_size=getattr(args, "block_size", None),
             loader=getattr(args, "loader", None),
             precision=getattr(args, "precision", "auto"),
+            evidence_tokens=getattr(args, "evidence_tokens", None),
             limits=Limits(
                 max_document_chars=args.max_document_chars,
                 max_rules=args.max_rules,
@@ -82,6 +92,11 @@ def add_engine_arguments(
             help="what forward passes compute in (auto: bfloat16 for the bundled model on a CPU that has it natively)",
         )
         parser.add_argument(
+            "--evidence-tokens", type=_evidence_tokens, metavar="N",
+            help="tokens of evidence beside each question, for models with a span pointer such as the bundled "
+                 "one (default 160; fewer are faster and may cost accuracy)",
+        )
+        parser.add_argument(
             "--max-document-chars", type=int, default=defaults.limits.max_document_chars,
             help="longer documents are refused",
         )
@@ -104,6 +119,18 @@ def _natural(text: str) -> int:
         number = -1
     if number < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 0")
+    return number
+
+
+def _evidence_tokens(text: str) -> int:
+    """An argparse type: a whole number within `EVIDENCE_TOKEN_RANGE`."""
+    low, high = EVIDENCE_TOKEN_RANGE
+    try:
+        number = int(text)
+    except ValueError:
+        number = low - 1
+    if not low <= number <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low} to {high}")
     return number
 
 

@@ -83,3 +83,27 @@ def test_the_service_settings_hold_the_engine_options():
     settings = ServiceSettings(engine=EXPECTED)
     assert settings.engine.model == "m" and settings.limits.max_document_chars == 500
     assert ServiceSettings().engine == EngineOptions()
+
+
+def test_the_evidence_budget_reaches_the_span_pointer_context(vocab):
+    from types import SimpleNamespace
+
+    from decision_engine.reader.span_pointer import SpanPointer
+    from decision_engine.retrieval.builder import context_for_model
+    from decision_engine.retrieval.pointed import EVIDENCE_TOKENS
+
+    model = SimpleNamespace(vocab=vocab, span_pointer=SpanPointer(), evidence_pointer=None)
+    assert context_for_model("lexical", model).evidence_tokens == EVIDENCE_TOKENS == 160
+    assert context_for_model("lexical", model, evidence_tokens=96).evidence_tokens == 96
+    args = build_parser().parse_args(["decide", "x.jsonl", "--evidence-tokens", "96"])
+    assert EngineOptions.from_args(args) == EngineOptions(evidence_tokens=96)
+
+
+@pytest.mark.parametrize("tokens", ["0", "15", "321", "many"])
+def test_an_evidence_budget_out_of_range_is_refused_by_name(tokens, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["decide", "x.jsonl", "--evidence-tokens", tokens])
+    assert f"{tokens!r} is not a whole number from 16 to 320" in capsys.readouterr().err
+    if tokens.isdigit():
+        with pytest.raises(ValueError, match=f"evidence_tokens must be from 16 to 320, not {tokens}"):
+            EngineOptions(evidence_tokens=int(tokens))

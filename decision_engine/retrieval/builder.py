@@ -39,14 +39,18 @@ class RetrievalContext:
         return ContextChoice(selected.token_ids, [(s.start, s.end) for s in selected.spans], evidence)
 
 
-def context_for_model(retrieval: str, model) -> ContextBuilder:
+def context_for_model(retrieval: str, model, evidence_tokens: int | None = None) -> ContextBuilder:
     """The context builder for `model`: its own span pointer's per-question evidence where it has one
-    (it was trained to read that way), else the one `retrieval` names."""
+    (it was trained to read that way; `evidence_tokens` beside each question, None for the default), else
+    the one `retrieval` names."""
     pointer = getattr(model, "span_pointer", None)
     if pointer is not None:
-        from .pointed import PointedContext
+        from .pointed import EVIDENCE_TOKENS, PointedContext
 
-        return PointedContext(model.vocab, pointer, evidence_pointer=getattr(model, "evidence_pointer", None))
+        return PointedContext(
+            model.vocab, pointer, evidence_tokens=evidence_tokens or EVIDENCE_TOKENS,
+            evidence_pointer=getattr(model, "evidence_pointer", None),
+        )
     return context_for(retrieval, model.vocab)
 
 
