@@ -11,7 +11,7 @@ import torch
 from conftest import FakeModel
 from decision_engine.decoding.grounded_space import CHOICE_BASE, GroundedSpace, is_choice_token
 from decision_engine.decoding.denoise import run_denoising
-from decision_engine.decoding.layout import LeadingContext, lay_out
+from decision_engine.decoding.layout import ContextChoice, LeadingContext, lay_out
 from decision_engine.decoding.slot_space import build_space
 from decision_engine.engine import DecisionEngine
 from decision_engine.grounding.candidates import integer_candidates
@@ -140,6 +140,38 @@ def _flag_and_amounts():
         {"id": "deposit", "text": "How much was the deposit?", "schema": amount},
         {"id": "rent", "text": "What is the rent?", "schema": amount},
     ])
+
+
+class SameEvidenceForAll:
+    """A context builder laying the same evidence tokens (ids 2000 to 2002) beside every question."""
+
+    def __call__(self, document, questions, budget):
+        return ContextChoice(
+            [], [(0, 15)], [[] for _ in questions],
+            per_question=[[2000, 2001, 2002] for _ in questions], question_ranges=[[(0, 15)] for _ in questions],
+        )
+
+
+class ComparingGrounder(FixedGrounder):
+    """Grounds integer and date slots as FixedGrounder does, and every boolean as a comparison would."""
+
+    def __call__(self, document, questions, spaces, joint=True):
+        out = super().__call__(document, questions, spaces, joint)
+        return [GroundedSpace(space, [False, True], torch.zeros(3)) if q.schema.type == "boolean" else space
+                for q, space in zip(questions, out)]
+
+
+@pytest.mark.parametrize("grounder", [FixedGrounder(_prefer(1450)), ComparingGrounder(_prefer(1450))])
+def test_grounded_integer_and_date_slots_are_laid_out_without_evidence(vocab, grounder):
+    joint = lay_out(_flag_and_amounts(), "joint", vocab, SameEvidenceForAll(), 512, grounder=grounder)
+    prefix = joint.blocks[0].prefix
+    shown_to = {slot for token, slot in zip(prefix.token_ids, prefix.slot_ids) if token == 2000}
+    assert shown_to == {1}  # the boolean's segment, compared or not; the two amounts are chosen from mentions
+    assert joint.shown_ranges == [[(0, 15)], [], []]
+    alone = lay_out(_flag_and_amounts(), "independent", vocab, SameEvidenceForAll(), 512, grounder=grounder)
+    assert [2000 in block.prefix.token_ids for block in alone.blocks] == [True, False, False]
+    plain = lay_out(_flag_and_amounts(), "joint", vocab, SameEvidenceForAll(), 512)
+    assert plain.shown_ranges == [[(0, 15)]] * 3  # without a grounder every question keeps its evidence
 
 
 def test_values_the_document_gives_settle_before_the_model_reads_the_block(vocab):

@@ -21,7 +21,7 @@ from ..validation import Limits, validate_request
 from .constraints import GroupConstraints
 from .denoise import Block, GroupRun
 from .grounded_space import GroundedSpace
-from .slot_space import ChoiceSpace, SlotSpace, build_space
+from .slot_space import ChoiceSpace, DateSpace, IntegerSpace, SlotSpace, build_space
 
 if TYPE_CHECKING:
     from ..reader.choice_reader import ChoiceReader
@@ -134,6 +134,21 @@ def _segmented_prefix(vocab, numbered_questions, per_question) -> PrefixInput:
     return PrefixInput(ids, slots, positions=positions)
 
 
+def _bare_grounded(choice: ContextChoice, spaces: Sequence[SlotSpace]) -> ContextChoice:
+    """`choice` without the evidence of grounded integer and date slots: their value choosers read the
+    document's mentions themselves, so their questions are laid out alone, which spares the prefix
+    pass those tokens (measured: the same answers, warm requests about a fifth faster). A grounded
+    boolean keeps its evidence, since the reader answers it where the comparison hands it over."""
+    if choice.per_question is None or choice.question_ranges is None:
+        return choice
+    bare = [isinstance(space, GroundedSpace) and isinstance(space.inner, (IntegerSpace, DateSpace)) for space in spaces]
+    if not any(bare):
+        return choice
+    per_question = [[] if alone else tokens for alone, tokens in zip(bare, choice.per_question, strict=True)]
+    ranges = [[] if alone else shown for alone, shown in zip(bare, choice.question_ranges, strict=True)]
+    return replace(choice, per_question=per_question, question_ranges=ranges)
+
+
 def _shown(choice: ContextChoice, count: int) -> list[list[tuple[int, int]]]:
     """Per question, the document characters its prefix shows."""
     if choice.question_ranges is not None:
@@ -213,7 +228,7 @@ def lay_out(
     if mode == "independent":
         blocks, evidence, shown = [], [], []
         for s in slots:
-            choice = context(document, [texts[s]], budget([questions[s]], lengths[s]))
+            choice = _bare_grounded(context(document, [texts[s]], budget([questions[s]], lengths[s])), [spaces[s]])
             _bias_hypotheses(gate, verdict, [spaces[s]], [texts[s]], choice)  # before its block, which notes its biased positions
             _bias_across(cross, [spaces[s]], [texts[s]], choice)
             prefix = build_prefix(vocab, [(1, questions[s])], choice.token_ids, choice.per_question)
@@ -221,7 +236,7 @@ def lay_out(
             evidence.extend(choice.evidence)
             shown.extend(_shown(choice, 1))
     else:
-        choice = context(document, texts, budget(questions, sum(lengths)))
+        choice = _bare_grounded(context(document, texts, budget(questions, sum(lengths))), spaces)
         _bias_hypotheses(gate, verdict, spaces, texts, choice)
         _bias_across(cross, spaces, texts, choice)
         evidence, shown = choice.evidence, _shown(choice, len(slots))
