@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from decision_engine.model.segments import SegmentLayout
+from decision_engine.model.segments import SegmentLayout, length_buckets
 from decision_engine.model.transformer import segment_mask
 
 
@@ -31,6 +31,14 @@ def test_segmented_attention_equals_the_masked_one_on_a_padded_batch():
     real = mask[:, None, :, None].expand_as(q)
     assert torch.allclose(segmented[real], masked[real], atol=1e-6)
     assert not segmented[~real].any()  # padding comes out as zeros
+
+
+def test_segments_are_padded_only_beside_segments_of_like_length():
+    assert length_buckets([176, 20, 180, 150, 18, 9, 91]) == [[2, 0, 3, 6], [1, 4], [5]]
+    assert length_buckets([]) == []
+    slots = torch.tensor([_slots(20, 180, 3, 150)])
+    layout = SegmentLayout.of(slots, torch.ones_like(slots, dtype=torch.bool))
+    assert [tuple(real.shape) for _, real in layout.buckets] == [(2, 180), (1, 20), (1, 3)]
 
 
 def test_training_gets_the_gradients_the_masked_attention_gives():

@@ -5,6 +5,8 @@ question and evidence, and only the shared tokens (slot 0, such as [CLS]) attend
 prefix. `SegmentLayout` runs that attention without the (T, T) mask: every segment becomes a row of
 its own, padded to the longest segment, and the few shared tokens attend to their whole prefix.
 Eight questions with 190 tokens each then cost eight 190-token attentions, not one of 1,520.
+Segments are padded in buckets of like length (`length_buckets`): a question laid out without
+evidence (about 20 tokens) is not padded to the width of one laid out with 160 tokens of it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import torch.nn.functional as F
 class SegmentLayout:
     """Where each segment's tokens sit in the flattened (B * T) prefix, and the shared tokens."""
 
-    segment_tokens: torch.Tensor  # (N, L) flat indices of each segment's tokens (0 where padding)
-    segment_real: torch.Tensor  # (N, L) True on real tokens
+    # per bucket of segments of like length: (n, L) flat indices of each segment's tokens (0 where
+    # padding) and (n, L) True on real tokens, L the bucket's longest segment
+    buckets: list[tuple[torch.Tensor, torch.Tensor]]
     shared_positions: torch.Tensor  # (B, S) each row's shared tokens (0 where padding)
     shared_real: torch.Tensor  # (B, S) True on real shared tokens
     key_mask: torch.Tensor  # (B, T) real tokens: what a shared token attends to
@@ -44,12 +47,17 @@ class SegmentLayout:
         segment_real = torch.zeros((segment_ids.numel(), width), dtype=torch.bool, device=device)
         segment_tokens[rows, offsets] = tokens
         segment_real[rows, offsets] = True
+        buckets = []
+        for members in length_buckets(counts.tolist()):
+            index = torch.tensor(members, dtype=torch.long, device=device)
+            longest = int(counts[index].max())
+            buckets.append((segment_tokens[index, :longest], segment_real[index, :longest]))
         shared = mask & (slots == 0)
         count = shared.sum(dim=1)
         shared_real = torch.arange(max(int(count.max()), 1), device=device)[None, :] < count[:, None]
         shared_positions = torch.zeros(shared_real.shape, dtype=torch.long, device=device)
         shared_positions[shared_real] = torch.arange(t, device=device).expand(b, t)[shared]
-        return cls(segment_tokens, segment_real, shared_positions, shared_real, mask)
+        return cls(buckets, shared_positions, shared_real, mask)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Attention (B, H, T, D) of q over k, v (each (B, H, T, D)) as the segment mask allows; padding
@@ -57,11 +65,10 @@ class SegmentLayout:
         b, h, t, d = q.shape
         flat = [x.transpose(1, 2).reshape(b * t, h, d) for x in (q, k, v)]  # (B * T, H, D)
         out = torch.zeros_like(flat[0])
-        if self.segment_tokens.numel():
-            qs, ks, vs = (x[self.segment_tokens].transpose(1, 2) for x in flat)  # (N, H, L, D)
-            allowed = self.segment_real[:, None, None, :]
-            read = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=allowed).transpose(1, 2)  # (N, L, H, D)
-            out[self.segment_tokens[self.segment_real]] = read[self.segment_real]
+        for tokens, real in self.buckets:
+            qs, ks, vs = (x[tokens].transpose(1, 2) for x in flat)  # (n, H, L, D)
+            read = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=real[:, None, None, :]).transpose(1, 2)  # (n, L, H, D)
+            out[tokens[real]] = read[real]
         out = out.view(b, t, h, d)
         if self.shared_real.any():
             index = self.shared_positions[:, None, :, None].expand(b, h, -1, d)
@@ -70,3 +77,17 @@ class SegmentLayout:
             rows = torch.arange(b, device=q.device)[:, None].expand_as(self.shared_real)[self.shared_real]
             out[rows, self.shared_positions[self.shared_real]] = read.transpose(1, 2)[self.shared_real]
         return out.transpose(1, 2)
+
+
+def length_buckets(lengths: list[int]) -> list[list[int]]:
+    """Indices of segments grouped by length, longest first: each bucket is padded to its longest
+    segment, and a segment joins it only while it is more than half as long, so padding never
+    doubles a segment's attention."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    buckets: list[list[int]] = []
+    for i in order:
+        if buckets and 2 * lengths[i] > lengths[buckets[-1][0]]:
+            buckets[-1].append(i)
+        else:
+            buckets.append([i])
+    return buckets
