@@ -18,7 +18,10 @@ from decision_engine.grounding.candidates import integer_candidates
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.slot_candidates import candidate_text, slot_candidates
-from decision_engine.reader.value_chooser import MENTION_DIM, ValueChooser, candidate_features, place_features
+from decision_engine.reader.chooser_ensemble import ChooserEnsemble
+from decision_engine.reader.value_chooser import (
+    MENTION_DIM, MENTION_FEATURES, CandidateTable, ValueChooser, candidate_features, place_features,
+)
 from decision_engine.rules import RuleSet
 from decision_engine.training.value_choice import choice_accuracy, choice_examples, drop_words, train_chooser
 from decision_engine.types import AnswerSchema, Rule
@@ -253,6 +256,25 @@ def test_a_slot_copies_a_mention_end_to_end_with_a_tiny_model(tiny_backend):
         assert deposit.evidence[0].text == "$1,450"
         assert {e.text for e in notice_end.evidence[:2]} == {"2 May 2024", "30 days"}
         assert deposit.fixed_by == "model" and 0 < deposit.confidence <= 1
+
+
+@pytest.mark.parametrize("chooser", [ValueChooser(), ChooserEnsemble(2)])
+def test_every_slot_is_chosen_in_one_pass_as_it_would_be_alone(chooser):
+    torch.manual_seed(0)
+    chooser.eval()
+    mentions = find_mentions(DOCUMENT)
+    inputs = []
+    for schema in (AMOUNT, DAY, AnswerSchema(type="integer", minimum=0, maximum=100)):
+        candidates = slot_candidates(schema, mentions)
+        table = CandidateTable.of(candidates, mentions)
+        inputs.append((torch.nn.functional.normalize(torch.randn(1, 384), dim=-1), torch.randn(1, len(mentions), MENTION_FEATURES),
+                       table.operations[None], table.operands[None], table.features[None],
+                       torch.ones((1, len(candidates)), dtype=torch.bool)))
+    assert len({x[2].shape[1] for x in inputs}) > 1  # slots with different numbers of candidates
+    together = Grounder(chooser)._choose(inputs)
+    with torch.no_grad():
+        for row, x in zip(together, inputs):
+            assert torch.allclose(row, chooser(*x)[0], atol=1e-5)
 
 
 def test_place_features_say_where_a_mention_stands_among_the_values_of_its_kind():

@@ -83,7 +83,7 @@ class Grounder:
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        chosen: list[tuple[int, tuple, list, torch.Tensor]] = []  # (slot, chooser inputs, candidates, logits alone)
+        pending: list[tuple[int, tuple, list]] = []  # (slot, chooser inputs, candidates)
         for i, vector, evidence in zip(asked, vectors, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
@@ -94,8 +94,9 @@ class Grounder:
                 continue
             inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
-            with torch.no_grad():
-                chosen.append((i, inputs, candidates, self.chooser(*inputs)[0]))
+            pending.append((i, inputs, candidates))
+        alone = self._choose([inputs for _, inputs, _ in pending])
+        chosen = [(i, inputs, candidates, row) for (i, inputs, candidates), row in zip(pending, alone)]  # logits alone
         # per slot, the candidates that cannot count in the unit its question asks for (integers only)
         ruled_out = [_ruled_out(questions[i], candidates, mentions) for i, _, candidates, _ in chosen]
         logits = [_without(entry[-1], out) for entry, out in zip(chosen, ruled_out)]
@@ -115,6 +116,23 @@ class Grounder:
             for i, space in zip([i for i, _, _ in compared], self._compared(read, spaces, compared, mass)):
                 out[i] = space or spaces[i]
         return out
+
+    def _choose(self, inputs: list[tuple]) -> list[torch.Tensor]:
+        """Each slot's chooser logits (K + 1,) from its chooser `inputs` (a batch of one), every slot
+        in one pass: candidates are padded to the most any slot has, as invalid ones."""
+        if not inputs:
+            return []
+        widest = max(x[2].shape[1] for x in inputs)
+
+        def padded(t: torch.Tensor, value) -> torch.Tensor:  # (1, K, ...) -> (1, widest, ...)
+            extra = t.new_full((1, widest - t.shape[1], *t.shape[2:]), value)
+            return torch.cat([t, extra], dim=1)
+
+        batch = [torch.cat([x[0] for x in inputs]), torch.cat([x[1] for x in inputs])]
+        batch += [torch.cat([padded(x[part], value) for x in inputs]) for part, value in ((2, 0), (3, -1), (4, 0.0), (5, False))]
+        with torch.no_grad():
+            logits = self.chooser(*batch)
+        return [torch.cat([row[: x[2].shape[1]], row[-1:]]) for row, x in zip(logits, inputs)]
 
     def _with_siblings(self, inputs: list[tuple], alone: list) -> list[torch.Tensor]:
         """Each slot's logits again (from its chooser `inputs`), now weighing what the slots surer of
