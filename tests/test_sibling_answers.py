@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import torch
 
 from decision_engine.decoding.grounded_space import GroundedSpace
@@ -13,6 +14,7 @@ from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.grounding.siblings import answer_mass, group_sibling_features, sibling_features, value_key
 from decision_engine.grounding.slot_candidates import slot_candidates
+from decision_engine.reader.chooser_ensemble import value_chooser
 from decision_engine.reader.value_chooser import ValueChooser
 from decision_engine.rules import RuleSet
 from decision_engine.training.sibling_fit import sibling_accuracy, sibling_examples, train_sibling_weights
@@ -100,14 +102,16 @@ def _grounded(grounder, vocab, joint):
     return grounder(DOCUMENT, request.questions, spaces, joint=joint)
 
 
-def test_only_a_joint_request_weighs_its_siblings(vocab):
+@pytest.mark.parametrize("members", [1, 2])
+def test_only_a_joint_request_weighs_its_siblings(vocab, members):
     torch.manual_seed(0)
-    chooser = ValueChooser().eval()
+    chooser = value_chooser(members).eval()
     grounder = Grounder(chooser)
     alone = _grounded(grounder, vocab, joint=True)  # sibling weights zero: nothing to weigh
     independent = _grounded(grounder, vocab, joint=False)
     with torch.no_grad():
-        chooser.sibling[OPERATIONS.index("copy"), 0] = -20.0  # never copy what another question answers
+        for member in getattr(chooser, "members", [chooser]):
+            member.sibling[OPERATIONS.index("copy"), 0] = -20.0  # never copy what another question answers
     joint = _grounded(grounder, vocab, joint=True)
     apart = _grounded(grounder, vocab, joint=False)
     assert all(isinstance(s, GroundedSpace) for s in alone + joint)

@@ -117,9 +117,10 @@ class Grounder:
                 out[i] = space or spaces[i]
         return out
 
-    def _choose(self, inputs: list[tuple]) -> list[torch.Tensor]:
-        """Each slot's chooser logits (K + 1,) from its chooser `inputs` (a batch of one), every slot
-        in one pass: candidates are padded to the most any slot has, as invalid ones."""
+    def _choose(self, inputs: list[tuple], siblings: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+        """Each slot's chooser logits (K + 1,) from its chooser `inputs` (a batch of one) and, where
+        given, its `siblings` features (K, SIBLING_FEATURES), every slot in one pass: candidates are
+        padded to the most any slot has, as invalid ones."""
         if not inputs:
             return []
         widest = max(x[2].shape[1] for x in inputs)
@@ -131,17 +132,16 @@ class Grounder:
         batch = [torch.cat([x[0] for x in inputs]), torch.cat([x[1] for x in inputs])]
         batch += [torch.cat([padded(x[part], value) for x in inputs]) for part, value in ((2, 0), (3, -1), (4, 0.0), (5, False))]
         with torch.no_grad():
-            logits = self.chooser(*batch)
+            if siblings is None:
+                logits = self.chooser(*batch)
+            else:
+                logits = self.chooser(*batch, siblings=torch.cat([padded(f[None], 0.0) for f in siblings]))
         return [torch.cat([row[: x[2].shape[1]], row[-1:]]) for row, x in zip(logits, inputs)]
 
     def _with_siblings(self, inputs: list[tuple], alone: list) -> list[torch.Tensor]:
         """Each slot's logits again (from its chooser `inputs`), now weighing what the slots surer of
         theirs answer `alone` (`grounding.siblings.group_sibling_features`)."""
-        again = []
-        for row, siblings in zip(inputs, group_sibling_features(alone)):
-            with torch.no_grad():
-                again.append(self.chooser(*row, siblings=siblings[None])[0])
-        return again
+        return self._choose(inputs, group_sibling_features(alone))
 
     def _compares(self, question: Question) -> bool:
         return self.comparer is not None and question.schema.type == "boolean"
