@@ -47,6 +47,21 @@ def mention_sentence(text: str, mention, window: tuple[int, int]) -> tuple[int, 
     return (cut + 2 if cut >= 0 else a), (min(ends) + 1 if ends else b)
 
 
+def mention_token_parts(
+    offsets: Sequence[tuple[int, int]], mention, sentence: tuple[int, int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Which tokens (their document character offsets; empty ones are skipped) a mention is read by:
+    its own, the `CUE_TOKENS` before it, and the `AROUND_TOKENS` before and after it within its
+    `sentence` (a character range)."""
+    first, last = sentence
+    own = [t for t, (a, b) in enumerate(offsets) if b > a and a < mention.end and b > mention.start]
+    before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= mention.start]
+    after = [t for t, (a, b) in enumerate(offsets) if b > a and a >= mention.end and b <= last]
+    near = [t for t in before if offsets[t][0] >= first]
+    around = near[max(len(near) - AROUND_TOKENS[0], 0) :] + after[: AROUND_TOKENS[1]]
+    return own, before[-CUE_TOKENS:], around
+
+
 DIM = 384  # all-MiniLM-L6-v2 embedding width
 MENTION_DIM = 3 * DIM  # a mention's own tokens, the words just before it, and the words on both sides
 CUE_TOKENS = 8  # tokens before a mention that say what it is ("moved out on", "deposit of")
@@ -207,15 +222,9 @@ class SpanEmbedder:
             states = self._hidden_states(encoded["input_ids"])
         for row, (mention, window) in enumerate(zip(mentions, windows)):
             hidden = states[index[window]]  # (T, D)
-            offsets = encoded["offset_mapping"][index[window]]
-            start, end = mention.start - window[0], mention.end - window[0]
-            own = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
-            first, last = (k - window[0] for k in mention_sentence(text, mention, window))
-            before = [t for t, (a, b) in enumerate(offsets) if b > a and b <= start]
-            after = [t for t, (a, b) in enumerate(offsets) if b > a and a >= end and b <= last]
-            near = [t for t in before if offsets[t][0] >= first]
-            around = near[max(len(near) - AROUND_TOKENS[0], 0) :] + after[: AROUND_TOKENS[1]]
-            for part, tokens in enumerate((own, before[-CUE_TOKENS:], around)):
+            offsets = [(a + window[0], b + window[0]) for a, b in encoded["offset_mapping"][index[window]]]
+            parts = mention_token_parts(offsets, mention, mention_sentence(text, mention, window))
+            for part, tokens in enumerate(parts):
                 if tokens:
                     vector = hidden[tokens].mean(dim=0)
                     out[row, part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)

@@ -39,20 +39,18 @@ def span_mention_vectors(self, text, mentions):
     elsewhere = []
     for row, m in enumerate(mentions):
         k = next((i for i, s in enumerate(spans) if s.start <= m.start and m.end <= s.end), None)
-        offsets = [] if k is None else [(a + spans[k].start, b + spans[k].start) for a, b in encoded["offset_mapping"][k]]
-        own = [t for t, (a, b) in enumerate(offsets) if b > a and a < m.end and b > m.start]
-        if not own:
+        if k is None:
             elsewhere.append(row)
             continue
         start, end = E.mention_window(text, m)
         start, end = max(start, spans[k].start), min(end, spans[k].end)
-        first, last = E.mention_sentence(text, m, (start, end))
-        inside = [t for t, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
-        before = [t for t in inside if offsets[t][1] <= m.start]
-        after = [t for t in inside if offsets[t][0] >= m.end and offsets[t][1] <= last]
-        near = [t for t in before if offsets[t][0] >= first]
-        around = near[max(len(near) - E.AROUND_TOKENS[0], 0) :] + after[: E.AROUND_TOKENS[1]]
-        for part, tokens in enumerate((own, before[-E.CUE_TOKENS :], around)):
+        shifted = [(a + spans[k].start, b + spans[k].start) for a, b in encoded["offset_mapping"][k]]
+        offsets = [(a, b) if a >= start and b <= end else (0, 0) for a, b in shifted]  # the line window's tokens
+        parts = E.mention_token_parts(offsets, m, E.mention_sentence(text, m, (start, end)))
+        if not parts[0]:
+            elsewhere.append(row)
+            continue
+        for part, tokens in enumerate(parts):
             if tokens:
                 vector = states[k][tokens].mean(dim=0)
                 out[row, part * E.DIM : (part + 1) * E.DIM] = torch.nn.functional.normalize(vector, dim=0)
