@@ -125,6 +125,23 @@ def test_a_compared_boolean_takes_the_bias_only_once_its_comparison_hands_it_to_
     assert written == inner.token_bias([None], 0) and sorted(written.values()) == [-3.0, 1.0]
 
 
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_comparison_that_answers_alone_keeps_its_own_odds_and_the_reader_weighs_only_the_handover(vocab, alone):
+    from decision_engine.decoding.layout import _add_choice_read
+    from decision_engine.decoding.slot_space import build_space
+    from decision_engine.rules import RuleSet
+
+    rules = RuleSet.compile([BOOLEAN], ["flag"], [])
+    inner = build_space(BOOLEAN, vocab, rules.classes[0], "flag")
+    odds = torch.tensor([-2.0, -0.5, -1.0])  # the comparison's false, true, then "write"
+    grounded = GroundedSpace(inner, [False, True], odds.clone(), alone=alone)
+    read = [-0.1, -3.0]  # the reader's log-probabilities of (true, false)
+    _add_choice_read(grounded, read)
+    assert grounded.choice_bias == read  # the written answer always weighs the reader
+    expected = odds if alone else odds + torch.tensor([read[1], read[0], 0.0])  # false takes the reader's false
+    assert torch.allclose(grounded.choice_logits, expected)
+
+
 def test_a_biased_enum_keeps_its_own_calibration_map(vocab):
     from decision_engine.engine import calibration_kind
 

@@ -19,7 +19,7 @@ from decision_engine.grounding.candidates import Candidate, measure
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
 from decision_engine.reader.comparison_chooser import (
-    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss,
+    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss, side_loss,
 )
 from decision_engine.reader.chooser_ensemble import ChooserEnsemble
 from decision_engine.reader.value_chooser import ValueChooser
@@ -42,18 +42,28 @@ def _document(deadline: dt.date, sent: dt.date) -> str:
     )
 
 
-def _lines(count: int, seed: int) -> list[dict]:
+def _lines(count: int, seed: int, named: bool = False) -> list[dict]:
+    """Labelled lines of one compared question; `named`: each also says which two values it compares,
+    with a second question that is no comparison (a coin toss the document does not settle)."""
     rng = random.Random(seed)
     lines = []
     for _ in range(count):
         deadline = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 300))
         sent = deadline + dt.timedelta(days=rng.choice((-9, -3, -1, 0, 1, 4, 12)))
-        lines.append({
+        line = {
             "document": {"text": _document(deadline, sent)},
             "questions": [QUESTION],
             "labels": {"in_time": sent <= deadline},
-        })
+        }
+        if named:
+            line["questions"] = [QUESTION, SIGNED]
+            line["labels"]["signed"] = rng.random() < 0.5
+            line["compared"] = {"in_time": [sent.isoformat(), deadline.isoformat()]}
+        lines.append(line)
     return lines
+
+
+SIGNED = {"id": "signed", "text": "Did the author sign the report by hand?", "schema": {"type": "boolean"}}
 
 
 def test_the_table_compares_integers_with_integers_and_dates_with_dates():
@@ -180,6 +190,46 @@ def test_the_loss_counts_write_as_the_reader_answering_from_habit():
     loss = comparison_loss(logits, torch.tensor([True, False]), torch.tensor([0.8, 0.8]))
     expected = -(torch.tensor(0.6 + 0.3 * 0.8).log() + torch.tensor(0.1 + 0.3 * 0.2).log()) / 2
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_the_side_loss_is_minus_the_log_of_the_known_values_summed_chance_and_skips_unknown_rows():
+    logits = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    known = torch.tensor([[True, True, False, False], [False, False, False, False]])
+    assert side_loss(logits, known).item() == pytest.approx(-math.log(0.5), rel=1e-6)  # row 2 says nothing
+    assert side_loss(logits, torch.zeros_like(known)).item() == 0.0
+
+
+def test_named_sides_mark_the_candidates_holding_each_value_and_the_gate_knows_which_question_compares():
+    grounder = Grounder(ValueChooser())
+    line = _lines(1, seed=3, named=True)[0]
+    examples = {e.question_id: e for e in comparison_examples([line], grounder.embedder)}
+    candidates = comparison_candidates(find_mentions(line["document"]["text"]))
+    sent, deadline = (dt.date.fromisoformat(v) for v in line["compared"]["in_time"])
+    compared = examples["in_time"]
+    assert compared.is_comparison is True and examples["signed"].is_comparison is False
+    assert {candidates[i].value for i in compared.left.nonzero().flatten().tolist()} == {sent}
+    assert {candidates[i].value for i in compared.right.nonzero().flatten().tolist()} == {deadline}
+    assert examples["signed"].left is None and examples["signed"].right is None
+    unnamed = comparison_examples(_lines(1, seed=3), grounder.embedder)[0]  # a line that says nothing
+    assert unnamed.left is None and unnamed.is_comparison is None
+
+
+def test_named_sides_and_comparisons_are_learnt():
+    torch.manual_seed(0)
+    comparer = ComparisonChooser()
+    grounder = Grounder(ValueChooser(), comparer=comparer)
+    fitted = train_comparer(comparer, comparison_examples(_lines(24, seed=0, named=True), grounder.embedder),
+                            epochs=40, learning_rate=3e-3, log=lambda _: None)
+    comparer.eval()
+    assert fitted["before"]["side_accuracy"] < 0.9
+    held_out = comparison_examples(_lines(8, seed=5, named=True), grounder.embedder)
+    measured = comparison_accuracy(comparer, held_out)
+    assert measured["sides_known"] == 16 and measured["side_accuracy"] == 1.0
+    compared = [e for e in held_out if e.is_comparison]
+    with torch.no_grad():
+        gates = {e.question_id: torch.sigmoid(comparer.gate(e.question[None])).item() for e in held_out}
+    assert gates["in_time"] > 0.5 > gates["signed"]  # the coin toss is left to the reader
+    assert comparison_accuracy(comparer, compared)["accuracy"] == 1.0
 
 
 def test_collate_pads_each_document_table_with_pairs_that_never_compare():

@@ -48,6 +48,25 @@ def test_labels_satisfy_every_rule(groups, split):
         assert rules.violations([line["labels"][qid] for qid in ids]) == [], line["id"]
 
 
+@pytest.mark.parametrize("split", SPLITS)
+def test_compared_questions_name_two_values_whose_order_is_the_answer(groups, split):
+    import datetime as dt
+
+    def ordered(value):
+        return dt.date.fromisoformat(value) if isinstance(value, str) else value
+
+    named = Counter()
+    for line in groups[split]:
+        booleans = {q["id"] for q in line["questions"] if q["schema"]["type"] == "boolean"}
+        assert set(line["compared"]) <= booleans, line["id"]
+        for qid, (left, right) in line["compared"].items():
+            assert type(ordered(left)) is type(ordered(right)), (line["id"], qid)
+            assert line["labels"][qid] == (ordered(left) <= ordered(right)), (line["id"], qid)
+            named[qid] += 1
+    assert {"notice_in_time", "paid_on_time", "wind_within_limit", "id_check_current"} <= set(named)
+    assert not {"gross_misconduct", "high_risk_customer", "peril_covered"} & set(named)  # read, not compared
+
+
 def _outside(schema, allowed: list) -> object:
     """A value the schema admits that is not in `allowed`."""
     candidates = enumerated_values(schema)

@@ -473,6 +473,7 @@ def test_fit_comparer_adds_a_comparison_chooser_started_from_the_value_chooser(t
     model, meta = load_checkpoint(compared)
     assert model.cfg.compares_values and meta["training"]["comparison_chooser"]["examples"] > 0
     assert model.cfg.comparer_sides == model.cfg.value_choosers == 2  # each side as the value chooser: one per cue
+    assert model.cfg.comparer_answers_alone and model.comparison_chooser.answers_alone  # taught its sides
     assert "value_chooser" in meta["training"]  # the value chooser's record is kept
     chooser, _ = load_checkpoint(chosen)
     for name, p in chooser.value_chooser.named_parameters():
@@ -498,6 +499,7 @@ def test_training_with_choosers_fits_them_first_and_a_continued_run_may_keep_the
     assert meta["training"]["value_chooser"]["examples"] > 0
     assert meta["training"]["value_chooser"]["cue"] == "both" and len(meta["training"]["value_chooser"]["members"]) == 2
     assert model.cfg.value_choosers == model.cfg.comparer_sides == 2  # one chooser per cue, on each side too
+    assert model.cfg.comparer_answers_alone
     assert model.cfg.compares_values and model.comparison_chooser is not None
     assert meta["training"]["comparison_chooser"]["examples"] > 0
 

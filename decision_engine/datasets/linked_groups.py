@@ -9,6 +9,7 @@ an RNG keyed by (split, seed, index), so the splits never share a sampled case.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from typing import Any
 
@@ -71,6 +72,10 @@ def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
     for rule in rules:
         if not _holds(rule, case.labels):
             raise RuntimeError(f"{domain.name} gold labels break their own rule {rule}")
+    for qid, (left, right) in case.compared.items():
+        if case.labels[qid] != (_comparable(left) <= _comparable(right)):
+            raise RuntimeError(f"{domain.name} compares {qid} as {left} <= {right}, "
+                               f"against its label {case.labels[qid]}")
     request_id = f"{split}-{domain.name}-{seed}-{index}"
     return {
         "id": request_id,
@@ -86,9 +91,15 @@ def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
         "rules": rules,
         "mode": "joint",
         "labels": {qid: case.labels[qid] for qid in chosen},
+        "compared": {qid: list(case.compared[qid]) for qid in chosen if qid in case.compared},
         "domain": domain.name,
         "template": _template_name(layout, variant),
     }
+
+
+def _comparable(value: Value) -> Value:
+    """A compared value as it orders: an ISO date as a date, a number as itself."""
+    return dt.date.fromisoformat(value) if isinstance(value, str) else value
 
 
 def _paraphrase(spec: QuestionSpec, split: str, rng: random.Random) -> str:

@@ -48,6 +48,7 @@ class GroundedSpace(SlotSpace):
         choice_logits: torch.Tensor,  # (K + 1,) the chooser's logits: one per value, then "write"
         candidates: Sequence[Candidate] = (),  # how each value is reached, for evidence
         mentions: Sequence[Mention] = (),  # the mentions the candidates' operands index
+        alone: bool = False,  # the chooser's odds of its values stand alone: readers weigh only the written answer
     ):
         if len(choice_logits) != len(values) + 1:
             raise ValueError("one choice logit per value, and one for writing the digits")
@@ -60,6 +61,7 @@ class GroundedSpace(SlotSpace):
         self.choice_logits = choice_logits.float()
         self.candidates = list(candidates)
         self.mentions = list(mentions)
+        self.alone = alone
         self._class_of = [_class_of(inner, v) for v in self.values]  # each a single class
 
     def chosen(self, pattern: Pattern) -> int | None:

@@ -316,12 +316,13 @@ def _bias_across(cross: CrossReader | None, spaces: Sequence[SlotSpace], texts: 
 
 
 def _add_choice_read(space: SlotSpace, read: Sequence[float]) -> None:
-    """Add per-choice log-probabilities to a boolean or enum slot's odds; for a compared boolean
-    (a `GroundedSpace`) to the comparison's false and true as well, so a compared answer needs the
-    two to agree, and to the reader's own choice, which counts where the comparison hands over."""
+    """Add per-choice log-probabilities to a boolean or enum slot's odds: to the reader's own choice,
+    which for a compared boolean (a `GroundedSpace`) counts where the comparison hands over, and,
+    unless the comparison answers alone, to its false and true as well, so a compared answer needs the
+    two to agree."""
     inner = getattr(space, "inner", space)
     inner.choice_bias = [a + b for a, b in zip(inner.choice_bias or [0.0] * len(read), read)]
-    if isinstance(space, GroundedSpace):
+    if isinstance(space, GroundedSpace) and not space.alone:
         for k, value in enumerate(space.values):
             space.choice_logits[k] += read[inner.values.index(value)]
 

@@ -173,7 +173,8 @@ class Grounder:
         out = []
         for (i, _, _), row, (left, right) in zip(asked, logits, pairs):
             pair = compared_pair(candidates[left], candidates[right])
-            out.append(GroundedSpace(spaces[i], [False, True], row, [pair, pair], read.mentions))
+            alone = self.comparer.answers_alone
+            out.append(GroundedSpace(spaces[i], [False, True], row, [pair, pair], read.mentions, alone=alone))
         return out
 
     def _read(self, document: str) -> _Grounding:

@@ -41,6 +41,9 @@ class BlockDiffusionConfig:
     value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
+    # with compares_values: its false and true stand on their own odds; the readers weigh in only where
+    # it hands the slot over ("write"). Otherwise a compared answer needs the choice reader to agree
+    comparer_answers_alone: bool = False
     reads_verdicts: bool = False  # a verdict reader (reader/verdict_reader.py) weighs in on hypothesis slots
     verdict_rank: int = 8  # with reads_verdicts: the rank of its updates of the base encoder
     verdict_wide: bool = False  # with reads_verdicts: attention output and feed-forward projections updated too
@@ -253,7 +256,9 @@ class BlockDiffusionModel(nn.Module):
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser
 
-            self.comparison_chooser = ComparisonChooser(sides=cfg.comparer_sides)
+            self.comparison_chooser = ComparisonChooser(
+                sides=cfg.comparer_sides, answers_alone=cfg.comparer_answers_alone
+            )
         self.verdict_reader = None
         if cfg.reads_verdicts:
             from ..reader.verdict_reader import VerdictReader

@@ -82,8 +82,9 @@ def _compared_as(candidate: Candidate, mentions: Sequence[Mention]) -> tuple[str
 class ComparisonChooser(nn.Module):
     """Logits over (false, true, write) for boolean questions, from a compared pair of values."""
 
-    def __init__(self, dim: int = DIM, sides: int = 1):
+    def __init__(self, dim: int = DIM, sides: int = 1, answers_alone: bool = False):
         super().__init__()
+        self.answers_alone = answers_alone  # its false and true are not weighed with a reader's (see the config)
         self.left = value_chooser(sides)  # each side as many value choosers as the model's (`sides`)
         self.right = value_chooser(sides)
         self.strict = nn.Linear(dim, 1)  # whether the question reads "<" rather than "<="
@@ -134,6 +135,10 @@ class ComparisonChooser(nn.Module):
         columns = torch.stack([compares * (1 - true), compares * true, 1 - compares], dim=-1)
         return columns.clamp(min=FLOOR).log()
 
+    def columns(self, left, right, questions, less_equal, less, comparable) -> torch.Tensor:
+        """(B, 3) log-probabilities of false, true and write from the sides' (B, K) logits."""
+        return self._columns(*self._compare(left, right, questions, less_equal, less, comparable))
+
     def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, 3) log-probabilities of false, true and write (the reader answers)."""
         return self._columns(*self.probabilities(*inputs, siblings=siblings))
@@ -142,7 +147,7 @@ class ComparisonChooser(nn.Module):
         """forward's (B, 3) log-probabilities with each question's most likely (left, right) candidate
         pair (for evidence), both from one pass of the two sides."""
         left, right = self.sides(*inputs[:6], siblings=siblings)
-        logits = self._columns(*self._compare(left, right, inputs[0], *inputs[6:]))
+        logits = self.columns(left, right, inputs[0], *inputs[6:])
         scores = (left[:, :, None] + right[:, None, :]).masked_fill(~inputs[8], float("-inf"))
         best = scores.flatten(1).argmax(dim=-1).tolist()
         k = scores.shape[2]
@@ -156,3 +161,14 @@ def comparison_loss(logits: torch.Tensor, answers: torch.Tensor, habit: torch.Te
     gold = torch.where(answers, p[:, 1], p[:, 0])
     habitual = torch.where(answers, habit, 1 - habit)
     return -(gold + p[:, 2] * habitual).clamp(min=1e-12).log().mean()
+
+
+def side_loss(logits: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
+    """-log of the probability a side gives its known value (summed over the candidates that reach it),
+    averaged over the rows where it is known; 0 where none is. logits: (B, K) a side's; known: (B, K)."""
+    rows = known.any(dim=-1)
+    if not bool(rows.any()):
+        return logits.sum() * 0.0
+    picked = logits[rows]
+    hit = picked.masked_fill(~known[rows], float("-inf")).logsumexp(dim=-1)
+    return (picked.logsumexp(dim=-1) - hit).mean()

@@ -1,29 +1,36 @@
 """Training the comparison chooser on the boolean questions of generated groups.
 
-The groups do not say which two values a boolean compares, only its answer: each side's value chooser
-starts from the model's fitted value chooser (which already points at the value a question is about)
-and the pair is learnt from how often its comparison gives the gold answer. The gate learns which
-questions are comparisons at all, against answering each question from habit; the others are left to
+Each side's value chooser starts from the model's fitted value chooser (which already points at the
+value a question is about) and the pair is learnt from how often its comparison gives the gold answer.
+Where a generated group says which two values a boolean compares (its `compared` field: left <= right),
+each side is also taught to point at its value (`SIDE_WEIGHT`), as the evidence loss teaches the reader
+where an answer comes from; a side whose value no candidate reaches is left to the answer alone. The
+gate learns which questions are comparisons at all, against answering each question from habit, and,
+where the group names its compared questions, from that list (`GATE_WEIGHT`); the others are left to
 the reader.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..grounding.candidates import Candidate
 from ..grounding.mentions import find_mentions
 from ..reader.comparison_chooser import (
-    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss,
+    ComparisonChooser, ComparisonTable, comparison_candidates, comparison_loss, side_loss,
 )
 from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
 from ..retrieval.embedder import SpanEmbedder
 from .generated_fit import fit_on_generated, model_pointer, train_epochs
 
 BATCH = 32
+SIDE_WEIGHT = 1.0  # the side loss beside the answer's, per side
+GATE_WEIGHT = 1.0  # the loss of the gate's knowing which questions are comparisons, beside the answer's
 COMPARER_SEED = 8_000  # the comparer's generated groups: apart from the reader's and the value chooser's
 
 
@@ -36,6 +43,9 @@ class ComparisonExample:
     table: ComparisonTable
     answer: bool
     question_id: str = ""
+    left: torch.Tensor | None = None  # (K,) True on candidates of the compared left value, where known
+    right: torch.Tensor | None = None  # (K,) the same for the right value
+    is_comparison: bool | None = None  # whether the group says its answer is a comparison, where it says
 
 
 def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ComparisonExample]:
@@ -43,6 +53,7 @@ def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=N
     out = []
     for line in lines:
         labels = line.get("labels") or {}
+        compared = line.get("compared")  # generated groups name their compared questions; others say nothing
         asked = [
             (q["text"], q["id"], labels[q["id"]])
             for q in line["questions"]
@@ -62,8 +73,32 @@ def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=N
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for vector, evidence, (_, qid, answer) in zip(vectors, looked, asked):
             seen = question_mention_features(features, mentions, evidence)
-            out.append(ComparisonExample(vector, seen, table, answer, qid))
+            left, right = (_holding(candidates, v) for v in (compared or {}).get(qid, (None, None)))
+            is_comparison = None if compared is None else qid in compared
+            out.append(ComparisonExample(vector, seen, table, answer, qid, left, right, is_comparison))
     return out
+
+
+def _holding(candidates: Sequence[Candidate], value: int | str | None) -> torch.Tensor | None:
+    """(K,) True on the candidates whose value is `value` (an ISO date or a number), or None where
+    none is (or no value is known)."""
+    if value is None or isinstance(value, bool):
+        return None
+    wanted = dt.date.fromisoformat(value) if isinstance(value, str) else value
+    hits = torch.tensor([type(c.value) is type(wanted) and c.value == wanted for c in candidates], dtype=torch.bool)
+    return hits if bool(hits.any()) else None
+
+
+def side_targets(examples: Sequence[ComparisonExample]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, K) the left side's known candidates and (B, K) the right's, K the batch's widest table (all
+    False where a side is unknown)."""
+    k = max(1, max(len(e.table.table.operations) for e in examples))
+    left, right = (torch.zeros((len(examples), k), dtype=torch.bool) for _ in range(2))
+    for i, e in enumerate(examples):
+        for target, known in ((left, e.left), (right, e.right)):
+            if known is not None:
+                target[i, : known.numel()] = known
+    return left, right
 
 
 def collate(examples: Sequence[ComparisonExample]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
@@ -96,20 +131,29 @@ def comparison_accuracy(chooser: ComparisonChooser, examples: Sequence[Compariso
     """Share of examples where the comparison's likelier answer is right, and the share it claims
     (the gate above one half), with the accuracy where it claims them."""
     right = claimed = right_claimed = 0
+    sides = [0, 0]  # sides with a known value, and those whose likeliest candidate has it
     training = chooser.training
     chooser.eval()
     with torch.no_grad():
         for first in range(0, len(examples), BATCH):
-            inputs, answers = collate(examples[first : first + BATCH])
+            chunk = examples[first : first + BATCH]
+            inputs, answers = collate(chunk)
             true, compares = chooser.probabilities(*inputs)
             hit = (true > 0.5) == answers
             mine = compares > 0.5
             right += int(hit.sum())
             claimed += int(mine.sum())
             right_claimed += int((hit & mine).sum())
+            for side, known in zip(chooser.sides(*inputs[:6]), side_targets(chunk)):
+                rows = known.any(dim=-1)
+                sides[0] += int(rows.sum())
+                sides[1] += int(known.gather(1, side.argmax(dim=-1, keepdim=True))[rows].sum())
     chooser.train(training)
     n = max(len(examples), 1)
-    return {"accuracy": right / n, "claimed": claimed / n, "accuracy_where_claimed": right_claimed / max(claimed, 1)}
+    return {
+        "accuracy": right / n, "claimed": claimed / n, "accuracy_where_claimed": right_claimed / max(claimed, 1),
+        "sides_known": sides[0], "side_accuracy": sides[1] / max(sides[0], 1),
+    }
 
 
 def train_comparer(
@@ -131,7 +175,17 @@ def train_comparer(
 def _batch_loss(chooser: ComparisonChooser, examples: Sequence[ComparisonExample]) -> torch.Tensor:
     inputs, answers = collate(examples)
     habit = torch.sigmoid(chooser.prior(inputs[0])).squeeze(-1)
-    return comparison_loss(chooser(*inputs), answers, habit)
+    left, right = chooser.sides(*inputs[:6])
+    logits = chooser.columns(left, right, inputs[0], *inputs[6:])
+    loss = comparison_loss(logits, answers, habit)
+    for side, known in zip((left, right), side_targets(examples)):
+        loss = loss + SIDE_WEIGHT * side_loss(side, known)
+    said = [i for i, e in enumerate(examples) if e.is_comparison is not None]
+    if said:
+        gate = chooser.gate(inputs[0][said]).squeeze(-1)
+        wanted = torch.tensor([float(examples[i].is_comparison) for i in said])
+        loss = loss + GATE_WEIGHT * torch.nn.functional.binary_cross_entropy_with_logits(gate, wanted)
+    return loss
 
 
 def fit_comparison_chooser(
@@ -172,7 +226,8 @@ def add_comparison_chooser(
     if not saved.chooses_values:
         raise ModelLoadError(f"{folder} has no value chooser to start the comparison chooser from; fit one first (fit-chooser)")
     sides = saved.value_choosers  # each side as many choosers as the value chooser it starts from
-    model, meta = load_checkpoint(folder, cfg=replace(saved, compares_values=True, comparer_sides=sides), fresh_comparer=True)
+    cfg = replace(saved, compares_values=True, comparer_sides=sides, comparer_answers_alone=True)
+    model, meta = load_checkpoint(folder, cfg=cfg, fresh_comparer=True)
     comparer = model.comparison_chooser
     comparer.start_from(model.value_chooser)
     pointer = model_pointer(model)

@@ -61,6 +61,7 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
             value_choosers=chooser_count(cfg.chooser_cue),
             compares_values=cfg.compares_values,
             comparer_sides=chooser_count(cfg.chooser_cue),
+            comparer_answers_alone=cfg.compares_values,  # its sides and gate learn from named comparisons
             answer_layers=cfg.answer_layers,
         )
         model = from_base(model_cfg, cfg.seed) if cfg.from_base else random_model(model_cfg, cfg.seed)

@@ -81,9 +81,16 @@ class Case:
     labels: dict[str, Value] = field(default_factory=dict)
     rules: list[dict[str, dict[str, list[Value]]]] = field(default_factory=list)
     slots: dict[str, str] = field(default_factory=dict)  # names filled into question texts
+    # boolean question id -> (left, right): its answer is whether left <= right, two values of one kind
+    compared: dict[str, tuple[Value, Value]] = field(default_factory=dict)
 
     def rule(self, if_: dict[str, list[Value]], then: dict[str, list[Value]]) -> None:
         self.rules.append({"if": if_, "then": then})
+
+    def compare(self, question: str, left: int | dt.date, right: int | dt.date) -> None:
+        """Record that the boolean `question` is answered by whether `left` <= `right` (dates or numbers):
+        what a comparison chooser learns to point at."""
+        self.compared[question] = tuple(v.isoformat() if isinstance(v, dt.date) else v for v in (left, right))
 
 
 @dataclass(frozen=True)

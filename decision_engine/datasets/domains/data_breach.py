@@ -203,6 +203,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"For its investigation, the forensic firm billed {m(fee)} on {d(invoice)}.",
     )))
 
+    case.compare("authority_notified_in_time", reported, authority_deadline)
     case.labels = {
         "awareness_date": aware.isoformat(),
         "records_affected": customers + staff,

@@ -179,6 +179,9 @@ def build(rng: random.Random, w: Wording) -> Case:
             f"A salary review on {d(review)} increased annual pay by {m(raise_amount)}.",
         )))
 
+    case.compare("notice_during_probation", notice_date, probation_end)
+    if not misconduct:  # gross misconduct needs no notice, whatever was given
+        case.compare("notice_sufficient", plus(notice_date, required), last_day)
     case.labels = {
         "probation_end_date": probation_end.isoformat(),
         "notice_during_probation": during,

@@ -170,6 +170,11 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"Invitation to renew for a further year went out on {d(renewal)}.",
     )))
 
+    if incident < start:  # before the period, the start date is what it fails
+        case.compare("incident_in_period", start, incident)
+    else:
+        case.compare("incident_in_period", incident, end)
+    case.compare("reported_in_time", reported, plus(incident, window))
     case.labels = {
         "incident_in_period": in_period,
         "days_to_report": delay,

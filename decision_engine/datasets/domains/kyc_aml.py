@@ -190,6 +190,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"The customer was formed on {d(founded)} with a capital of {m(capital)}.",
     )))
 
+    case.compare("id_check_current", age, max_age)
     case.labels = {
         "high_risk_customer": high_risk,
         "ownership_threshold_pct": threshold,

@@ -276,6 +276,8 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"The Landlord settled a {m(boiler)} boiler-servicing bill on {d(invoice)}.",
     )))
 
+    case.compare("notice_in_time", required, notice_days)
+    case.compare("statement_in_time", statement, deadline)
     case.labels = {
         "notice_received_date": received.isoformat(),
         "notice_days": notice_days,

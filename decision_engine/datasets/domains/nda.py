@@ -229,6 +229,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"{recipient} settled a {m(amount)} bill for test equipment on {d(invoice)}.",
     )))
 
+    case.compare("returned_in_time", returned, deadline)
     case.labels = {
         "nda_type": "mutual" if mutual else "one-way",
         "effective_date": effective.isoformat(),

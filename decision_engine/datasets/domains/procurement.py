@@ -195,6 +195,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"The department was granted an annual budget of {m(budget_amount)} on {d(budget)}.",
     )))
 
+    case.compare("paid_on_time", paid, due)
     case.labels = {
         "contract_value": value,
         "emergency_exception": exception,

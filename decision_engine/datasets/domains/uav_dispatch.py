@@ -179,6 +179,9 @@ def build(rng: random.Random, w: Wording) -> Case:
         f"Cost of new batteries: {m(batteries)}.",
     )))
 
+    case.compare("wind_within_limit", wind, limit)
+    case.compare("inspection_current", flight, due)
+    case.compare("pilot_certificate_valid", flight, expiry)
     case.labels = {
         "emergency_mission": requested_by_service,
         "wind_limit_kmh": limit,
