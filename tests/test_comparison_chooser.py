@@ -185,6 +185,24 @@ def test_the_three_columns_are_false_true_and_write():
     assert p.tolist() == pytest.approx([0.0, 0.5, 0.5], abs=1e-5)  # 1 <= 5: true, or the reader answers
 
 
+@pytest.mark.parametrize("gate", [-1.0, 1.0])
+def test_a_comparer_that_answers_alone_lets_its_gate_decide_and_the_comparison_answer(gate):
+    chooser = ComparisonChooser(answers_alone=True)
+    chooser.left = _Fixed([0.0, 0.0, 0.0])  # left: 1 or 5, evenly
+    chooser.right = _Fixed([-50.0, 0.0, 0.0])  # right: 5
+    nn.init.constant_(chooser.strict.weight, 0.0)
+    nn.init.constant_(chooser.strict.bias, -50.0)
+    nn.init.constant_(chooser.gate.weight, 0.0)
+    nn.init.constant_(chooser.gate.bias, gate)
+    soft = chooser(*_inputs([1, 5])).exp()[0]  # what training sees: the gate's odds weigh every column
+    assert soft[2].item() == pytest.approx(1 / (1 + math.exp(gate)), abs=1e-5)
+    logits, _ = chooser.decide(*_inputs([1, 5]))
+    expected = [0.0, 1.0, 0.0] if gate > 0 else [0.0, 0.0, 1.0]  # 1 <= 5 and 5 <= 5: true; else handed over
+    assert logits.exp()[0].tolist() == pytest.approx(expected, abs=1e-5)
+    chooser.answers_alone = False
+    assert chooser.decide(*_inputs([1, 5]))[0].exp()[0].tolist() == pytest.approx(soft.tolist(), abs=1e-6)
+
+
 def test_the_loss_counts_write_as_the_reader_answering_from_habit():
     logits = torch.tensor([[0.1, 0.6, 0.3], [0.1, 0.6, 0.3]]).log()
     loss = comparison_loss(logits, torch.tensor([True, False]), torch.tensor([0.8, 0.8]))

@@ -145,9 +145,14 @@ class ComparisonChooser(nn.Module):
 
     def decide(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> tuple[torch.Tensor, list[tuple[int, int]]]:
         """forward's (B, 3) log-probabilities with each question's most likely (left, right) candidate
-        pair (for evidence), both from one pass of the two sides."""
+        pair (for evidence), both from one pass of the two sides. A comparer that answers alone decides
+        by its gate: a comparison answers false or true with the comparison's odds, any other question
+        is handed over ("write")."""
         left, right = self.sides(*inputs[:6], siblings=siblings)
-        logits = self.columns(left, right, inputs[0], *inputs[6:])
+        true, compares = self._compare(left, right, inputs[0], *inputs[6:])
+        if self.answers_alone:  # the gate says whether it is a comparison; if so, the comparison alone answers
+            compares = (compares > 0.5).to(true.dtype)
+        logits = self._columns(true, compares)
         scores = (left[:, :, None] + right[:, None, :]).masked_fill(~inputs[8], float("-inf"))
         best = scores.flatten(1).argmax(dim=-1).tolist()
         k = scores.shape[2]
