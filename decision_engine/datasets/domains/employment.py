@@ -180,8 +180,7 @@ def build(rng: random.Random, w: Wording) -> Case:
         )))
 
     case.compare("notice_during_probation", notice_date, probation_end)
-    if not misconduct:  # gross misconduct needs no notice, whatever was given
-        case.compare("notice_sufficient", plus(notice_date, required), last_day)
+    case.compare("notice_sufficient", plus(notice_date, required), last_day)  # no notice owed: the notice date
     case.labels = {
         "probation_end_date": probation_end.isoformat(),
         "notice_during_probation": during,
