@@ -73,7 +73,7 @@ def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
         if not _holds(rule, case.labels):
             raise RuntimeError(f"{domain.name} gold labels break their own rule {rule}")
     for qid, (left, right) in case.compared.items():
-        if case.labels[qid] != (_comparable(left) <= _comparable(right)):
+        if case.labels[qid] != (compared_value(left) <= compared_value(right)):
             raise RuntimeError(f"{domain.name} compares {qid} as {left} <= {right}, "
                                f"against its label {case.labels[qid]}")
     request_id = f"{split}-{domain.name}-{seed}-{index}"
@@ -97,8 +97,8 @@ def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
     }
 
 
-def _comparable(value: Value) -> Value:
-    """A compared value as it orders: an ISO date as a date, a number as itself."""
+def compared_value(value: Value) -> int | dt.date:
+    """A value of a group's `compared` field as it orders: an ISO date as a date, a number as itself."""
     return dt.date.fromisoformat(value) if isinstance(value, str) else value
 
 

@@ -170,10 +170,9 @@ class Grounder:
             siblings = sibling_features(candidates, read.mentions, mass)[None].expand(n, -1, -1)
         with torch.no_grad():
             logits, pairs = self.comparer.decide(*inputs, siblings=siblings)
-        out = []
+        out, alone = [], self.comparer.answers_alone
         for (i, _, _), row, (left, right) in zip(asked, logits, pairs):
             pair = compared_pair(candidates[left], candidates[right])
-            alone = self.comparer.answers_alone
             out.append(GroundedSpace(spaces[i], [False, True], row, [pair, pair], read.mentions, alone=alone))
         return out
 

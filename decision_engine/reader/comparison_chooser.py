@@ -114,14 +114,15 @@ class ComparisonChooser(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B,) the probability of `true` if the question is a comparison, and (B,) that it is one."""
         left, right = self.sides(questions, mentions, operations, operands, features, valid, siblings=siblings)
-        return self._compare(left, right, questions, less_equal, less, comparable)
+        return self.compare(left, right, questions, less_equal, less, comparable)
 
     def sides(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, K) logits of each candidate as the left value, and as the right one (the first six inputs;
         `siblings` as a value chooser weighs them)."""
         return self.left(*inputs, siblings=siblings)[:, :-1], self.right(*inputs, siblings=siblings)[:, :-1]
 
-    def _compare(self, left, right, questions, less_equal, less, comparable) -> tuple[torch.Tensor, torch.Tensor]:
+    def compare(self, left, right, questions, less_equal, less, comparable) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B,) the probability of `true` and (B,) that the question is a comparison, from the sides' (B, K) logits."""
         pair = torch.softmax(left, dim=-1)[:, :, None] * torch.softmax(right, dim=-1)[:, None, :] * comparable
         mass = pair.sum(dim=(1, 2)).clamp(min=1e-12)
         at_most = (pair * less_equal).sum(dim=(1, 2)) / mass
@@ -137,7 +138,7 @@ class ComparisonChooser(nn.Module):
 
     def columns(self, left, right, questions, less_equal, less, comparable) -> torch.Tensor:
         """(B, 3) log-probabilities of false, true and write from the sides' (B, K) logits."""
-        return self._columns(*self._compare(left, right, questions, less_equal, less, comparable))
+        return self._columns(*self.compare(left, right, questions, less_equal, less, comparable))
 
     def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, 3) log-probabilities of false, true and write (the reader answers)."""
@@ -149,7 +150,7 @@ class ComparisonChooser(nn.Module):
         by its gate: a comparison answers false or true with the comparison's odds, any other question
         is handed over ("write")."""
         left, right = self.sides(*inputs[:6], siblings=siblings)
-        true, compares = self._compare(left, right, inputs[0], *inputs[6:])
+        true, compares = self.compare(left, right, inputs[0], *inputs[6:])
         if self.answers_alone:  # the gate says whether it is a comparison; if so, the comparison alone answers
             compares = (compares > 0.5).to(true.dtype)
         logits = self._columns(true, compares)

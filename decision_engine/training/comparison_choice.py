@@ -12,13 +12,13 @@ the reader.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..datasets.linked_groups import compared_value
 from ..grounding.candidates import Candidate
 from ..grounding.mentions import find_mentions
 from ..reader.comparison_chooser import (
@@ -84,7 +84,7 @@ def _holding(candidates: Sequence[Candidate], value: int | str | None) -> torch.
     none is (or no value is known)."""
     if value is None or isinstance(value, bool):
         return None
-    wanted = dt.date.fromisoformat(value) if isinstance(value, str) else value
+    wanted = compared_value(value)
     hits = torch.tensor([type(c.value) is type(wanted) and c.value == wanted for c in candidates], dtype=torch.bool)
     return hits if bool(hits.any()) else None
 
@@ -138,13 +138,14 @@ def comparison_accuracy(chooser: ComparisonChooser, examples: Sequence[Compariso
         for first in range(0, len(examples), BATCH):
             chunk = examples[first : first + BATCH]
             inputs, answers = collate(chunk)
-            true, compares = chooser.probabilities(*inputs)
+            pair = chooser.sides(*inputs[:6])  # once: for the answer and for each side's own choice
+            true, compares = chooser.compare(*pair, inputs[0], *inputs[6:])
             hit = (true > 0.5) == answers
             mine = compares > 0.5
             right += int(hit.sum())
             claimed += int(mine.sum())
             right_claimed += int((hit & mine).sum())
-            for side, known in zip(chooser.sides(*inputs[:6]), side_targets(chunk)):
+            for side, known in zip(pair, side_targets(chunk)):
                 rows = known.any(dim=-1)
                 sides[0] += int(rows.sum())
                 sides[1] += int(known.gather(1, side.argmax(dim=-1, keepdim=True))[rows].sum())
