@@ -481,7 +481,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     engine = build_engine(model=model)
     contractnli = Path(args.contractnli) if args.contractnli else None
     fitted = calibrate_checkpoint(
-        engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds
+        engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds,
+        reword=args.reword,
     )
     print(msgspec.json.encode({"out": args.out, **fitted}).decode())
     return 0
@@ -640,6 +641,10 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--groups", type=int, default=200, help="fresh generated training groups to decide as well")
     calibrate.add_argument(
         "--kinds", help='comma-separated answer kinds to fit again, such as "compared" or "hypothesis"; the others keep their maps'
+    )
+    calibrate.add_argument(
+        "--reword", action="store_true",
+        help="decide the generated groups with a quarter of their words left out, as a wording never seen in training",
     )
     calibrate.add_argument("--device", default="cpu", help="torch device the model decides on, e.g. cpu or cuda")
     calibrate.set_defaults(func=_calibrate)

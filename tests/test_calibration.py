@@ -70,6 +70,10 @@ def test_calibrate_writes_a_checkpoint_that_records_its_fit(tmp_path, capsys):
     assert meta["training"]["calibration"]["generated_groups"] == 3
     assert sum(printed["answers"].values()) > 0
     assert (out / "model.safetensors").read_bytes() == (checkpoint / "model.safetensors").read_bytes()
+    reworded = tmp_path / "reworded"
+    assert main(["calibrate", "--model", str(checkpoint), "--out", str(reworded), "--groups", "2", "--reword"]) == 0
+    assert json.loads((reworded / "config.json").read_text())["training"]["calibration"]["reworded"] is True
+    assert "reworded" not in meta["training"]["calibration"]
 
     # --kinds fits only those kinds again; the checkpoint's other maps stay as they were
     planted = {"joint:enum": {"a": 0.25, "b": -1.0}, "joint:boolean": {"a": 9.0, "b": 9.0}}
@@ -98,3 +102,21 @@ def test_calibrate_names_an_unknown_kind(tmp_path, capsys):
     assert main(["calibrate", "--out", str(tmp_path / "x"), "--groups", "1", "--kinds", "compared,money"]) == 2
     assert "'money'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_reworded_group_keeps_its_values_negations_and_labels():
+    from decision_engine.datasets.linked_groups import generate_groups
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.training.calibration_fit import reworded_line
+
+    for line in generate_groups("train", 8, seed=3):
+        reworded = reworded_line(line, random.Random(0))
+        before, after = line["document"]["text"], reworded["document"]["text"]
+        assert len(after) < len(before)  # words were left out
+        assert [before[m.start : m.end] for m in find_mentions(before)] == [after[m.start : m.end] for m in find_mentions(after)]
+        for old, new in zip(line["questions"], reworded["questions"]):
+            kept = new["text"].split()
+            assert all(w in kept for w in old["text"].split() if any(c.isdigit() for c in w) or w.lower() in ("not", "no"))
+            assert (new["id"], new["schema"]) == (old["id"], old["schema"])
+        assert reworded["labels"] == line["labels"] and reworded["rules"] == line["rules"]
+        assert line["document"]["text"] == before  # the line itself is left as it was

@@ -3,11 +3,17 @@
 The model decides the ContractNLI training documents (the split that also trained it) and fresh
 generated training groups, in joint and independent mode; each answer it chose gives a (raw
 confidence, right) pair, and `calibration.fit_calibration` fits one map per mode and answer kind.
+
+The model has learnt the generated training wordings, so on them it is surer of itself than on
+wordings it never saw. With `reword`, each generated group is decided reworded (`reworded_line`: a
+quarter of the words of its questions and its document left out, never a value, a number or a
+negation), so the maps see answers as a new wording finds them.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +27,18 @@ from ..types import DecisionResponse
 from ..validation import request_from_object
 
 CALIBRATION_SEED = 9_000  # generated groups for calibration: apart from the reader's and the chooser's
+
+
+def reworded_line(line: dict, rng: random.Random) -> dict:
+    """A generated request line with its questions and its document reworded (`value_choice.drop_words`
+    and `value_choice.reworded_document`, both keeping what carries meaning); its labels still hold."""
+    from ..grounding.mentions import find_mentions
+    from .value_choice import carries_meaning, drop_words, reworded_document
+
+    text = line["document"]["text"]
+    reworded, _ = reworded_document(text, find_mentions(text), rng)
+    questions = [{**q, "text": drop_words(q["text"], rng, keep=carries_meaning)} for q in line["questions"]]
+    return {**line, "document": {**line["document"], "text": reworded}, "questions": questions, "evidence": {}}
 MODES = ("joint", "independent")
 
 
@@ -50,16 +68,21 @@ def collect_answers(engine, groups: Sequence[LabelledGroup], mode: str, batch_si
 def calibrate_checkpoint(
     engine, folder: Path, out: Path, contractnli: Path | None, generated: int, log: Callable[[str], None] = print,
     kinds: Sequence[str] = (),
+    reword: bool = False,
 ) -> dict:
     """Copy the checkpoint in `folder` to `out` with a calibration fitted by `engine` (over that checkpoint,
     uncalibrated) on training material; returns the maps and how many answers each was fitted on.
     With `kinds` (answer kinds such as "compared") only those kinds' maps are fitted again and the
-    checkpoint's other maps are kept as they are."""
+    checkpoint's other maps are kept as they are. With `reword`, the generated groups are decided
+    reworded (`reworded_line`)."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
     groups = load_groups(contractnli, "contractnli", "train") if contractnli else []
     lines = generate_groups("train", generated, seed=CALIBRATION_SEED) if generated else []
+    if reword:
+        rng = random.Random(CALIBRATION_SEED)
+        lines = [reworded_line(line, rng) for line in lines]
     groups += [LabelledGroup(line, line["labels"], {}) for line in lines]
     answers = []
     for mode in MODES:
@@ -84,6 +107,7 @@ def calibrate_checkpoint(
     record = {
         "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
         **({"kinds": list(kinds)} if kinds else {}),
+        **({"reworded": True} if reword else {}),
         **({"kept_for_too_few_answers": sorted(unfitted)} if unfitted else {}),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
