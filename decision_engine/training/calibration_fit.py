@@ -5,9 +5,9 @@ generated training groups, in joint and independent mode; each answer it chose g
 confidence, right) pair, and `calibration.fit_calibration` fits one map per mode and answer kind.
 
 The model has learnt the generated training wordings, so on them it is surer of itself than on
-wordings it never saw. With `reword`, each generated group is decided reworded (`reworded_line`: a
-quarter of the words of its questions and its document left out, never a value, a number or a
-negation), so the maps see answers as a new wording finds them.
+wordings it never saw. With `reword`, each group is decided reworded (`reworded_line`: a quarter of
+the words of its questions and its document left out, never a value, a number or a negation), so the
+maps see answers as a new wording finds them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ CALIBRATION_SEED = 9_000  # generated groups for calibration: apart from the rea
 
 
 def reworded_line(line: dict, rng: random.Random) -> dict:
-    """A generated request line with its questions and its document reworded (`value_choice.drop_words`
+    """A labelled request line with its questions and its document reworded (`value_choice.drop_words`
     and `value_choice.reworded_document`, both keeping what carries meaning); its labels still hold."""
     from ..grounding.mentions import find_mentions
     from .value_choice import carries_meaning, drop_words, reworded_document
@@ -39,6 +39,8 @@ def reworded_line(line: dict, rng: random.Random) -> dict:
     reworded, _ = reworded_document(text, find_mentions(text), rng)
     questions = [{**q, "text": drop_words(q["text"], rng, keep=carries_meaning)} for q in line["questions"]]
     return {**line, "document": {**line["document"], "text": reworded}, "questions": questions, "evidence": {}}
+
+
 MODES = ("joint", "independent")
 
 
@@ -73,17 +75,17 @@ def calibrate_checkpoint(
     """Copy the checkpoint in `folder` to `out` with a calibration fitted by `engine` (over that checkpoint,
     uncalibrated) on training material; returns the maps and how many answers each was fitted on.
     With `kinds` (answer kinds such as "compared") only those kinds' maps are fitted again and the
-    checkpoint's other maps are kept as they are. With `reword`, the generated groups are decided
-    reworded (`reworded_line`)."""
+    checkpoint's other maps are kept as they are. With `reword`, every group is decided reworded
+    (`reworded_line`)."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
     groups = load_groups(contractnli, "contractnli", "train") if contractnli else []
     lines = generate_groups("train", generated, seed=CALIBRATION_SEED) if generated else []
+    groups += [LabelledGroup(line, line["labels"], {}) for line in lines]
     if reword:
         rng = random.Random(CALIBRATION_SEED)
-        lines = [reworded_line(line, rng) for line in lines]
-    groups += [LabelledGroup(line, line["labels"], {}) for line in lines]
+        groups = [LabelledGroup(reworded_line(g.request_line, rng), g.labels, {}) for g in groups]
     answers = []
     for mode in MODES:
         answers += collect_answers(engine, groups, mode)
