@@ -644,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibrate.add_argument(
         "--reword", action="store_true",
-        help="decide the generated groups with a quarter of their words left out, as a wording never seen in training",
+        help="decide every group (generated and ContractNLI) with a quarter of its words left out, as a wording never seen in training",
     )
     calibrate.add_argument("--device", default="cpu", help="torch device the model decides on, e.g. cpu or cuda")
     calibrate.set_defaults(func=_calibrate)
