@@ -325,7 +325,7 @@ def _fit_chooser(args: argparse.Namespace) -> int:
 def _fit_comparer(args: argparse.Namespace) -> int:
     from .training.comparison_choice import add_comparison_chooser
 
-    return _fit_part(args, add_comparison_chooser)
+    return _fit_reworded(args, add_comparison_chooser)
 
 
 def _fit_siblings(args: argparse.Namespace) -> int:
@@ -495,6 +495,18 @@ def _add_contractnli_fit_arguments(parser: argparse.ArgumentParser, part: str, r
     parser.add_argument("--contractnli", required=True, help=f"ContractNLI JSON: {reads}")
 
 
+def _add_rewording_arguments(parser: argparse.ArgumentParser) -> None:
+    """--question-variants and --reword-documents of a fit over mentions (`_fit_reworded`)."""
+    parser.add_argument(
+        "--question-variants", type=int, default=0,
+        help="also train on this many copies of each question with a quarter of its words left out (default 0)",
+    )
+    parser.add_argument(
+        "--reword-documents", action="store_true",
+        help="each question's copy also reads its mentions in the document with a quarter of the other words left out",
+    )
+
+
 def _add_fit_arguments(parser: argparse.ArgumentParser, model_help: str, part: str, epochs: int, questions: str) -> None:
     """The arguments of a command that fits one chooser onto a checkpoint (`_fit_part`)."""
     parser.add_argument("--model", default="bundled", help=model_help)
@@ -532,18 +544,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
     _add_fit_arguments(chooser, 'checkpoint folder, or "bundled" (default)', "its chooser", 40, "integer and date questions")
-    chooser.add_argument(
-        "--question-variants", type=int, default=0,
-        help="also train on this many copies of each question with a quarter of its words left out (default 0)",
-    )
+    _add_rewording_arguments(chooser)
     chooser.add_argument(
         "--cue", choices=CHOOSER_CUES, default="both",
         help="the words read as what a mention is: the eight tokens before it, sixteen on each side, or both "
         "(default: two choosers, one per cue, their probabilities averaged)",
-    )
-    chooser.add_argument(
-        "--reword-documents", action="store_true",
-        help="each question's copy also reads its mentions in the document with a quarter of the other words left out",
     )
     chooser.set_defaults(func=_fit_chooser)
 
@@ -568,6 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
         comparer, 'checkpoint folder with a value chooser, or "bundled" (default)', "its comparison chooser", 20,
         "boolean questions",
     )
+    _add_rewording_arguments(comparer)
     comparer.set_defaults(func=_fit_comparer)
 
     choosing = sub.add_parser(

@@ -314,3 +314,22 @@ def test_the_grounder_leaves_booleans_alone_without_a_comparison_chooser_or_valu
     with_comparer = Grounder(ValueChooser(), comparer=ComparisonChooser())
     assert isinstance(with_comparer(document, request.questions, spaces)[0], GroundedSpace)
     assert with_comparer("No values are written here.", request.questions, spaces)[0] is spaces[0]
+
+
+def test_reworded_copies_of_a_question_keep_its_answer_sides_and_gate_and_read_their_own_words():
+    grounder = Grounder(ValueChooser())
+    lines = _lines(2, seed=3, named=True)
+    plain = comparison_examples(lines, grounder.embedder)
+    copied = comparison_examples(lines, grounder.embedder, variants=2, seed=1, reword_documents=True)
+    assert len(copied) == 3 * len(plain)
+    for i, example in enumerate(plain):
+        first, *copies = copied[3 * i : 3 * i + 3]
+        assert torch.equal(first.question, example.question) and torch.equal(first.mentions, example.mentions)
+        for copy in copies:
+            assert (copy.answer, copy.question_id, copy.is_comparison) == (example.answer, example.question_id, example.is_comparison)
+            assert (copy.left is None) == (example.left is None)
+            if example.left is not None:
+                assert torch.equal(copy.left, example.left) and torch.equal(copy.right, example.right)
+            assert copy.table is first.table
+        assert not torch.equal(copies[0].question, example.question)  # words were left out of the question
+        assert not torch.equal(copies[0].mentions, example.mentions)  # and its mentions read in a reworded document

@@ -12,6 +12,8 @@ the reader.
 
 from __future__ import annotations
 
+import functools
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from ..reader.comparison_chooser import (
 from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
 from ..retrieval.embedder import SpanEmbedder
 from .generated_fit import fit_on_generated, model_pointer, train_epochs
+from .value_choice import WORD_DROP, reworded_mention_features, reworded_vectors
 
 BATCH = 32
 SIDE_WEIGHT = 1.0  # the side loss beside the answer's, per side
@@ -48,8 +51,14 @@ class ComparisonExample:
     is_comparison: bool | None = None  # whether the group says its answer is a comparison, where it says
 
 
-def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=None) -> list[ComparisonExample]:
-    """One example per labelled boolean question of documents with at least one candidate value."""
+def comparison_examples(
+    lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0,
+    reword_documents: bool = False,
+) -> list[ComparisonExample]:
+    """One example per labelled boolean question of documents with at least one candidate value; with
+    `variants`, that many more per question, read with some of its words left out, each reading its
+    mentions in a rewording of the document with `reword_documents` (as `value_choice.choice_examples`)."""
+    rng = random.Random(seed)
     out = []
     for line in lines:
         labels = line.get("labels") or {}
@@ -70,12 +79,18 @@ def comparison_examples(lines: Sequence[dict], embedder: SpanEmbedder, pointer=N
         features = mention_features(embedder, text, mentions)
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
+        reworded = reworded_vectors(embedder, texts, variants, rng)
+        copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
-        for vector, evidence, (_, qid, answer) in zip(vectors, looked, asked):
+        for i, (vector, evidence, (_, qid, answer)) in enumerate(zip(vectors, looked, asked)):
             seen = question_mention_features(features, mentions, evidence)
             left, right = (_holding(candidates, v) for v in (compared or {}).get(qid, (None, None)))
             is_comparison = None if compared is None else qid in compared
             out.append(ComparisonExample(vector, seen, table, answer, qid, left, right, is_comparison))
+            read = [question_mention_features(copy, mentions, evidence) for copy in copies] or [seen] * variants
+            out.extend(
+                ComparisonExample(v.clone(), r, table, answer, qid, left, right, is_comparison) for v, r in zip(reworded[i], read)
+            )
     return out
 
 
@@ -197,14 +212,23 @@ def fit_comparison_chooser(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     pointer=None,
+    question_variants: int = 0,
+    reword_documents: bool = False,
 ) -> dict:
     """Train `chooser` on the boolean questions of `groups` generated training groups, then freeze it;
-    returns what the fit measured, with its accuracy on `held_out` labelled lines where given."""
-    return fit_on_generated(
+    returns what the fit measured, with its accuracy on `held_out` labelled lines where given.
+    `question_variants` and `reword_documents` as for the value chooser (`comparison_examples`)."""
+    fitted = fit_on_generated(
         chooser, what="boolean questions", groups=groups, epochs=epochs, seed=seed, first_seed=COMPARER_SEED,
         examples_of=comparison_examples, train=train_comparer, accuracy=comparison_accuracy,
         log=log, held_out=held_out, pointer=pointer,
+        training_examples_of=functools.partial(
+            comparison_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
+        ),
     )
+    if reword_documents:
+        fitted = {**fitted, "reword_documents": True}
+    return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
 
 
 def add_comparison_chooser(
@@ -215,6 +239,8 @@ def add_comparison_chooser(
     seed: int = 0,
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
+    question_variants: int = 0,
+    reword_documents: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a comparison chooser fitted beside
     its unchanged reader and value chooser (whose weights both sides start from); returns the fit's
@@ -232,6 +258,6 @@ def add_comparison_chooser(
     comparer = model.comparison_chooser
     comparer.start_from(model.value_chooser)
     pointer = model_pointer(model)
-    fitted = fit_comparison_chooser(comparer, groups, epochs, seed, log, held_out, pointer)
+    fitted = fit_comparison_chooser(comparer, groups, epochs, seed, log, held_out, pointer, question_variants, reword_documents)
     save_refitted(model, meta, out, folder, "comparison_chooser", fitted)
     return fitted

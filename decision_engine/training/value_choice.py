@@ -145,7 +145,7 @@ def choice_examples(
         texts = [t for t, _, _ in asked]
         vectors = embedder.embed_questions(texts)
         reworded = reworded_vectors(embedder, texts, variants, rng)
-        copies = [_reworded_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
+        copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
             candidates = slot_candidates(schema, mentions)
@@ -159,7 +159,7 @@ def choice_examples(
     return out
 
 
-def _reworded_features(embedder: SpanEmbedder, text: str, mentions: Sequence[Mention], features: torch.Tensor, rng: random.Random) -> torch.Tensor:
+def reworded_mention_features(embedder: SpanEmbedder, text: str, mentions: Sequence[Mention], features: torch.Tensor, rng: random.Random) -> torch.Tensor:
     """The document's mention features with each mention's vectors read in a rewording of the
     document (`reworded_document`); what a mention is and where it stands among the values stay."""
     if not mentions:
