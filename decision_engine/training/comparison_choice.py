@@ -29,7 +29,7 @@ from ..reader.comparison_chooser import (
 from ..reader.value_chooser import CANDIDATE_FEATURES, MAX_OPERANDS, mention_features, question_mention_features
 from ..retrieval.embedder import SpanEmbedder
 from .generated_fit import fit_on_generated, model_pointer, train_epochs
-from .value_choice import WORD_DROP, reworded_mention_features, reworded_vectors
+from .value_choice import reworded_mention_features, reworded_vectors, with_rewording
 
 BATCH = 32
 SIDE_WEIGHT = 1.0  # the side loss beside the answer's, per side
@@ -226,9 +226,7 @@ def fit_comparison_chooser(
             comparison_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
     )
-    if reword_documents:
-        fitted = {**fitted, "reword_documents": True}
-    return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
+    return with_rewording(fitted, question_variants, reword_documents)
 
 
 def add_comparison_chooser(

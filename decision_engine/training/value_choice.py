@@ -279,6 +279,11 @@ def fit_value_chooser(
             choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
     )
+    return with_rewording(fitted, question_variants, reword_documents)
+
+
+def with_rewording(fitted: dict, question_variants: int, reword_documents: bool) -> dict:
+    """A fit's record with how its training questions were reworded, where they were."""
     if reword_documents:
         fitted = {**fitted, "reword_documents": True}
     return {**fitted, "question_variants": question_variants, "word_drop": WORD_DROP} if question_variants else fitted
