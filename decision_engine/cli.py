@@ -495,16 +495,19 @@ def _add_contractnli_fit_arguments(parser: argparse.ArgumentParser, part: str, r
     parser.add_argument("--contractnli", required=True, help=f"ContractNLI JSON: {reads}")
 
 
-def _add_rewording_arguments(parser: argparse.ArgumentParser) -> None:
-    """--question-variants and --reword-documents of a fit over mentions (`_fit_reworded`)."""
+def _add_rewording_arguments(
+    parser: argparse.ArgumentParser,
+    variants: int = 0,
+    default_said: str = "default 0",
+    reads: str = "its mentions in the document with a quarter of the other words left out",
+) -> None:
+    """--question-variants and --reword-documents of a fit (`_fit_reworded`): `variants` copies by
+    default, and what each copy `reads` reworded."""
     parser.add_argument(
-        "--question-variants", type=int, default=0,
-        help="also train on this many copies of each question with a quarter of its words left out (default 0)",
+        "--question-variants", type=int, default=variants,
+        help=f"also train on this many copies of each question with a quarter of its words left out ({default_said})",
     )
-    parser.add_argument(
-        "--reword-documents", action="store_true",
-        help="each question's copy also reads its mentions in the document with a quarter of the other words left out",
-    )
+    parser.add_argument("--reword-documents", action="store_true", help=f"each question's copy also reads {reads}")
 
 
 def _add_fit_arguments(parser: argparse.ArgumentParser, model_help: str, part: str, epochs: int, questions: str) -> None:
@@ -587,13 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--readers", type=int, default=3,
         help="heads fitted alike from seeds S, S+1, ..., their log-probabilities averaged (default 3, as bundled)",
     )
-    choosing.add_argument(
-        "--question-variants", type=int, default=2,
-        help="also train on this many copies of each question with a quarter of its words left out (default 2, as bundled)",
-    )
-    choosing.add_argument(
-        "--reword-documents", action="store_true",
-        help="each question's copy also reads the document's spans with a quarter of their words left out",
+    _add_rewording_arguments(
+        choosing, 2, "default 2, as bundled", "the document's spans with a quarter of their words left out"
     )
     choosing.set_defaults(func=_fit_choices)
 
