@@ -344,6 +344,17 @@ def _fit_choices(args: argparse.Namespace) -> int:
     return _fit_reworded(args, add_choice_reader, int8_parts=int8, readers=args.readers)
 
 
+def _fit_agreement(args: argparse.Namespace) -> int:
+    from .training.agreement_fit import add_agreement_reader
+
+    if args.question_variants < 0:
+        print("error: --question-variants must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(
+        args, functools.partial(add_agreement_reader, question_variants=args.question_variants, reword=args.reword)
+    )
+
+
 def _fit_cross(args: argparse.Namespace) -> int:
     from .training.cross_fit import add_cross_reader
 
@@ -594,6 +605,24 @@ def build_parser() -> argparse.ArgumentParser:
         choosing, 2, "default 2, as bundled", "the document's spans with a quarter of their words left out"
     )
     choosing.set_defaults(func=_fit_choices)
+
+    agreeing = sub.add_parser(
+        "fit-agreement",
+        help="fit an agreement reader onto a checkpoint: joint boolean and enum answers weighed again with the surer ones",
+    )
+    _add_fit_arguments(
+        agreeing, 'checkpoint folder, or "bundled" (default)', "its agreement reader", 4,
+        "weighed answers (the boolean and enum answers it decides with a surer one beside them)",
+    )
+    agreeing.add_argument(
+        "--question-variants", type=int, default=2,
+        help="also train on this many copies of each weighed answer with a quarter of every question's words left out (default 2)",
+    )
+    agreeing.add_argument(
+        "--reword", action="store_true",
+        help="decide each training group with a quarter of the words of its questions and its document left out",
+    )
+    agreeing.set_defaults(func=_fit_agreement, groups=1600)
 
     crossing = sub.add_parser(
         "fit-cross", help="fit a cross reader onto a checkpoint: each boolean or enum question, its choices and its evidence read as one text"

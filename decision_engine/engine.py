@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from .backends.protocol import DenoisingModel
+from .decoding.agreement import agreed_answers
 from .decoding.denoise import run_denoising
 from .decoding.grounded_space import GroundedSpace
 from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
@@ -151,6 +152,8 @@ class DecisionEngine:
                 calibration.apply(calibration_kind(p, i), c, p.mode) if how == "model" else c
                 for i, (c, how) in enumerate(zip(own, settled))
             ]
+        if p.mode == "joint":
+            values, own = self._agreed(p, values, settled, own)
         confidences = rule_bounded(p.request, values, settled, own)
         answers = [
             Answer(
@@ -171,6 +174,16 @@ class DecisionEngine:
             model=self.model.name,
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
+
+    def _agreed(self, p: Layout, values: list, settled: list, own: list[float]) -> tuple[list, list[float]]:
+        """A joint request's boolean and enum answers weighed again with the surer ones, where the model
+        has an agreement reader (`decoding/agreement.py`); as they are otherwise."""
+        reader = getattr(self.model, "agreement_reader", None)
+        embedder = getattr(self.context, "embedder", None)
+        if reader is None or embedder is None:
+            return values, own
+        kept = [calibration_kind(p, slot) == "compared" for slot in range(len(values))]
+        return agreed_answers(reader, embedder, p.request.questions, values, own, settled, kept, p.rules)
 
 
 def calibration_kind(p: Layout, slot: int) -> str:

@@ -203,6 +203,7 @@ def load_checkpoint(
     fresh_verdict: bool = False,
     fresh_choices: bool = False,
     fresh_cross: bool = False,
+    fresh_agreement: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -211,7 +212,7 @@ def load_checkpoint(
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
     same for the comparison chooser, `fresh_verdict` for the verdict reader, `fresh_choices` for
-    the choice reader and `fresh_cross` for the cross reader.
+    the choice reader, `fresh_cross` for the cross reader and `fresh_agreement` for the agreement reader.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -222,7 +223,9 @@ def load_checkpoint(
         base = base_state_dict()
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
-    grown = _grown_state(state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross)
+    grown = _grown_state(
+        state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross, fresh_agreement
+    )
     model.load_state_dict(grown, assign=True)
     return model.eval(), meta
 
@@ -236,6 +239,7 @@ def _grown_state(
     fresh_verdict: bool = False,
     fresh_choices: bool = False,
     fresh_cross: bool = False,
+    fresh_agreement: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -268,6 +272,13 @@ def _grown_state(
 
         count = cfg.choice_readers
         _fit_part_state(state, "choice_reader", lambda: choice_reader(count), fresh_choices, folder, "fit-choices")
+    if cfg.weighs_agreement:
+        from ..reader.agreement_reader import AgreementReader
+
+        _fit_part_state(state, "agreement_reader", AgreementReader, fresh_agreement, folder, "fit-agreement")
+    else:  # a config without the agreement reader (the model it is fitted on) leaves a saved one out
+        for k in [k for k in state if k.startswith("agreement_reader.")]:
+            del state[k]
     if cfg.reads_across:
         from ..reader.cross_reader import CrossReader
 

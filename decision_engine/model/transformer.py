@@ -49,6 +49,7 @@ class BlockDiffusionConfig:
     verdict_wide: bool = False  # with reads_verdicts: attention output and feed-forward projections updated too
     reads_choices: bool = False  # a choice reader (reader/choice_reader.py) weighs in on boolean and enum slots
     choice_readers: int = 1  # with reads_choices: heads fitted alike from different seeds, averaged
+    weighs_agreement: bool = False  # an agreement reader (reader/agreement_reader.py) weighs joint answers again with the surer ones
     reads_across: bool = False  # a cross reader (reader/cross_reader.py) weighs in on boolean and enum slots
     cross_rank: int = 8  # with reads_across: the rank of its updates of the base encoder
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
@@ -269,6 +270,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.choice_reader import choice_reader
 
             self.choice_reader = choice_reader(cfg.choice_readers)
+        self.agreement_reader = None
+        if cfg.weighs_agreement:
+            from ..reader.agreement_reader import AgreementReader
+
+            self.agreement_reader = AgreementReader()
         self.cross_reader = None
         if cfg.reads_across:
             from ..reader.cross_reader import CrossReader

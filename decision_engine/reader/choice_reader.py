@@ -45,6 +45,14 @@ def reads_choices(values: Sequence[object]) -> bool:
     return len(values) > 1 and not is_hypothesis_slot(values)
 
 
+def slot_choices(schema: dict) -> list | None:
+    """A boolean or enum schema's choices (hypotheses left out), or None for any other slot."""
+    if schema.get("type") == "boolean":
+        return [False, True]
+    values = schema.get("enum")
+    return list(values) if values and reads_choices(values) else None
+
+
 class ChoiceReader(nn.Module):
     """Logits over a question's choices from its vector, its document's span vectors and the choices'."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ..reader.choice_reader import DIM, ChoiceReader, ChoiceReaderEnsemble, choice_reader, choice_text, reads_choices
+from ..reader.choice_reader import DIM, ChoiceReader, ChoiceReaderEnsemble, choice_reader, choice_text, slot_choices
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.embedder import SpanEmbedder
 from ..retrieval.spans import split_spans
@@ -30,14 +30,6 @@ class ChoiceExample:
     spans: torch.Tensor  # (N, D) the document's spans
     choices: torch.Tensor  # (K, D)
     answer: int  # index of the gold choice
-
-
-def slot_choices(schema: dict) -> list | None:
-    """A boolean or enum schema's choices (hypotheses left out), or None for any other slot."""
-    if schema.get("type") == "boolean":
-        return [False, True]
-    values = schema.get("enum")
-    return list(values) if values and reads_choices(values) else None
 
 
 def gold_choice(choices: Sequence[object], labels: dict, question_id: str) -> int | None:

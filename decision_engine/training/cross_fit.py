@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..reader.choice_reader import slot_choices
 from ..reader.cross_reader import CrossReader, reads_across, tokenize_choices
-from .choice_fit import CHOICES_SEED, gold_choice, slot_choices
+from .choice_fit import CHOICES_SEED, gold_choice
 from .verdict_fit import train_low_rank
 
 CROSS_SEED = CHOICES_SEED  # the same fresh generated groups as the choice reader's: apart from the reader's
