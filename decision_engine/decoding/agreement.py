@@ -18,7 +18,11 @@ from ..types import FixedBy, Question, Value
 
 
 def decided_answers(
-    questions: Sequence[Question], values: Sequence[Value], confidences: Sequence[float], settled: Sequence[FixedBy], embedder
+    questions: Sequence[Question],
+    values: Sequence[Value],
+    confidences: Sequence[float],
+    settled: Sequence[FixedBy],
+    embedder,
 ) -> list[tuple[int, Decided]]:
     """(slot, the answer as the agreement reader reads it) for each boolean or enum answer the model chose."""
     picked = []

@@ -8,7 +8,8 @@ decoding settles the surest first: its calibrated confidence, spread as odds ove
 one learnt score per choice summed over those surer answers. A choice and a surer answer are each read
 as the product of a projection of its question's sentence vector and one of its choice's words'
 vector (the frozen base sentence encoder's), so a score depends on which question said what, and what
-was learnt from one wording carries to another. Fitted on generated training groups the model decided itself (`training/agreement_fit.py`).
+was learnt from one wording carries to another. Fitted on generated training groups the model
+decided itself (`training/agreement_fit.py`).
 """
 
 from __future__ import annotations

@@ -142,7 +142,11 @@ def add_agreement_reader(
     if reword:
         lines = [reworded_line(line, rng) for line in lines]
     examples = agreement_examples(decided_groups(engine, lines), embedder, question_variants, seed)
-    log(f"{len(examples)} weighed answers from {groups} groups ({time.monotonic() - started:.0f} s)")
+    answers = len(examples) // (question_variants + 1)
+    log(
+        f"{len(examples)} examples: {answers} weighed answers of {groups} groups and their rewordings "
+        f"({time.monotonic() - started:.0f} s)"
+    )
     saved, meta = checkpoint_config(folder)
     model, meta = load_checkpoint(folder, cfg=replace(saved, weighs_agreement=True), fresh_agreement=True)
     torch.manual_seed(seed)
@@ -162,7 +166,8 @@ def add_agreement_reader(
             f"held out, {len(checked)} weighed answers: {fitted['held_out']['as_decided']:.3f} as decided, "
             f"{fitted['held_out']['accuracy']:.3f} weighed again"
         )
-    fitted = {**fitted, "groups": groups, "seed": seed, "minutes": round((time.monotonic() - started) / 60, 2)}
+    minutes = round((time.monotonic() - started) / 60, 2)
+    fitted = {**fitted, "weighed_answers": answers, "groups": groups, "seed": seed, "minutes": minutes}
     if question_variants:
         fitted["question_variants"] = question_variants
     if reword:
