@@ -73,16 +73,13 @@ def agreed_answers(
             confidences[slot] = float(probabilities[best])
         else:
             gain = float(probabilities[best] - probabilities[item.chosen])
-            changes.append((gain, slot, best, probabilities))
-    choices = {slot: question_choices(questions[slot]) for _, slot, _, _ in changes}
-    for _, slot, best, probabilities in sorted(changes, key=lambda change: -change[0]):
+            changes.append((gain, slot, best, item.chosen, probabilities))
+    for _, slot, best, chosen, probabilities in sorted(changes, key=lambda change: -change[0]):
         trial = list(values)
-        trial[slot] = choices[slot][best]
-        if not rules.violations(trial):
+        trial[slot] = question_choices(questions[slot])[best]
+        kept_by_rules = bool(rules.violations(trial))
+        if not kept_by_rules:
             values = trial
-            confidences[slot] = float(probabilities[best])
-        else:
-            chosen = next(k for k, c in enumerate(choices[slot]) if c == values[slot] and type(c) is type(values[slot]))
-            confidences[slot] = float(probabilities[chosen])
+        confidences[slot] = float(probabilities[chosen if kept_by_rules else best])
     return values, confidences
 
