@@ -355,6 +355,15 @@ def _fit_agreement(args: argparse.Namespace) -> int:
     )
 
 
+def _fit_value_agreement(args: argparse.Namespace) -> int:
+    from .training.value_agreement_fit import add_value_agreement_reader
+
+    if args.question_variants < 0:
+        print("error: --question-variants must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_part(args, functools.partial(add_value_agreement_reader, question_variants=args.question_variants))
+
+
 def _fit_cross(args: argparse.Namespace) -> int:
     from .training.cross_fit import add_cross_reader
 
@@ -623,6 +632,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide each training group with a quarter of the words of its questions and its document left out",
     )
     agreeing.set_defaults(func=_fit_agreement, groups=1600)
+
+    valuing = sub.add_parser(
+        "fit-value-agreement",
+        help="fit a value agreement reader onto a checkpoint: joint integer and date answers weighed again with "
+        "the surer boolean and enum answers",
+    )
+    _add_fit_arguments(
+        valuing, 'checkpoint folder, or "bundled" (default)', "its value agreement reader", 5,
+        "weighed answers (the integer and date answers it chooses with a surer boolean or enum answer beside them)",
+    )
+    valuing.add_argument(
+        "--question-variants", type=int, default=0,
+        help="also train on this many copies of each weighed answer with a quarter of every question's words left out (default 0)",
+    )
+    valuing.set_defaults(func=_fit_value_agreement, groups=1600)
 
     crossing = sub.add_parser(
         "fit-cross", help="fit a cross reader onto a checkpoint: each boolean or enum question, its choices and its evidence read as one text"

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 import torch
 
 from .backends.protocol import DenoisingModel
-from .decoding.agreement import agreed_answers
+from .decoding.agreement import agreed_answers, decided_answers
 from .decoding.denoise import run_denoising
 from .decoding.grounded_space import GroundedSpace
 from .decoding.layout import ContextBuilder, Grounding, Layout, LeadingContext, lay_out
 from .decoding.provenance import fixed_by, rule_bounded
 from .decoding.slot_space import ChoiceSpace
+from .decoding.value_agreement import agreed_values, grounded_answers
 from .errors import EngineFailure, RequestError
 from .precision import computing_in
 from .reader.absence_gate import is_hypothesis_slot
@@ -177,13 +178,27 @@ class DecisionEngine:
 
     def _agreed(self, p: Layout, values: list, settled: list, own: list[float]) -> tuple[list, list[float]]:
         """A joint request's boolean and enum answers weighed again with the surer ones, where the model
-        has an agreement reader (`decoding/agreement.py`); as they are otherwise."""
-        reader = getattr(self.model, "agreement_reader", None)
+        has an agreement reader (`decoding/agreement.py`), then its integer and date answers, where it has
+        a value agreement reader (`decoding/value_agreement.py`); as they are otherwise."""
         embedder = getattr(self.context, "embedder", None)
-        if reader is None or embedder is None:
+        if embedder is None:
             return values, own
-        kept = [calibration_kind(p, slot) == "compared" for slot in range(len(values))]
-        return agreed_answers(reader, embedder, p.request.questions, values, own, settled, kept, p.rules)
+        questions = p.request.questions
+        reader = getattr(self.model, "agreement_reader", None)
+        if reader is not None:
+            kept = [calibration_kind(p, slot) == "compared" for slot in range(len(values))]
+            values, own = agreed_answers(reader, embedder, questions, values, own, settled, kept, p.rules)
+        weighs_values = getattr(self.model, "value_agreement_reader", None)
+        if weighs_values is None:
+            return values, own
+        constraints = p.group.constraints
+        grounded = grounded_answers(
+            questions, constraints.spaces, constraints.patterns, settled, own, p.request.document.text, embedder
+        )
+        if not grounded:
+            return values, own
+        answers = [item for _, item in decided_answers(questions, values, own, settled, embedder)]
+        return agreed_values(weighs_values, grounded, answers, constraints.spaces, values, own, p.rules)
 
 
 def calibration_kind(p: Layout, slot: int) -> str:

@@ -91,6 +91,7 @@ class NativeBackend:
         self.choice_reader = model.choice_reader  # weighs in on boolean and enum slots (reader/choice_reader.py)
         self.cross_reader = model.cross_reader  # and so does this one, reading their evidence (reader/cross_reader.py)
         self.agreement_reader = model.agreement_reader  # weighs joint answers again (reader/agreement_reader.py)
+        self.value_agreement_reader = model.value_agreement_reader  # and their integer and date answers (decoding/value_agreement.py)
         self.calibration = None  # maps raw confidence to reported confidence per answer kind (calibration.py)
         self.absence_gate = None  # shifts "not mentioned" by how strongly a passage was found (reader/absence_gate.py)
 

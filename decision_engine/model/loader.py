@@ -204,6 +204,7 @@ def load_checkpoint(
     fresh_choices: bool = False,
     fresh_cross: bool = False,
     fresh_agreement: bool = False,
+    fresh_values: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -212,7 +213,8 @@ def load_checkpoint(
     at zero, so the model still decides as saved until trained. With `fresh_chooser`, a value chooser
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
     same for the comparison chooser, `fresh_verdict` for the verdict reader, `fresh_choices` for
-    the choice reader, `fresh_cross` for the cross reader and `fresh_agreement` for the agreement reader.
+    the choice reader, `fresh_cross` for the cross reader, `fresh_agreement` for the agreement reader and
+    `fresh_values` for the value agreement reader.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -224,7 +226,8 @@ def load_checkpoint(
         base.update(document_encoder_names(base))
         state.update({k: base[k].to(device) for k in meta["from_base"]})
     grown = _grown_state(
-        state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross, fresh_agreement
+        state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross, fresh_agreement,
+        fresh_values,
     )
     model.load_state_dict(grown, assign=True)
     return model.eval(), meta
@@ -240,6 +243,7 @@ def _grown_state(
     fresh_choices: bool = False,
     fresh_cross: bool = False,
     fresh_agreement: bool = False,
+    fresh_values: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -278,6 +282,13 @@ def _grown_state(
         _fit_part_state(state, "agreement_reader", AgreementReader, fresh_agreement, folder, "fit-agreement")
     else:  # a config without the agreement reader (the model it is fitted on) leaves a saved one out
         for k in [k for k in state if k.startswith("agreement_reader.")]:
+            del state[k]
+    if cfg.weighs_values:
+        from ..training.value_agreement_fit import value_agreement_reader
+
+        _fit_part_state(state, "value_agreement_reader", value_agreement_reader, fresh_values, folder, "fit-value-agreement")
+    else:  # likewise for the value agreement reader
+        for k in [k for k in state if k.startswith("value_agreement_reader.")]:
             del state[k]
     if cfg.reads_across:
         from ..reader.cross_reader import CrossReader

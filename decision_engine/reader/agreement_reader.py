@@ -34,17 +34,18 @@ class Decided:
     choices: torch.Tensor  # (K, DIM) each choice's words' vector
     chosen: int  # index of the chosen choice
     confidence: float  # its calibrated confidence
+    prior: torch.Tensor | None = None  # (K,) its own log-odds of the choices; None: `answer_odds`
 
 
 class AgreementReader(nn.Module):
     """Per choice of one answer, a score from the surer answers of its request."""
 
-    def __init__(self, rank: int = RANK):
+    def __init__(self, rank: int = RANK, words: int = DIM):
         super().__init__()
         # a choice of the answer weighed again, and a surer answer of the same request, each read as the
         # product of its question's projection and its choice's: which question it is and what it says
         self.choice_question = nn.Linear(DIM, rank)
-        self.choice_words = nn.Linear(DIM, rank)
+        self.choice_words = nn.Linear(words, rank)  # `words` wide: a choice's words, or a value's context
         self.answer_question = nn.Linear(DIM, rank)
         self.answer_words = nn.Linear(DIM, rank)
         nn.init.zeros_(self.answer_words.weight)  # unfitted, it moves no answer
@@ -52,7 +53,7 @@ class AgreementReader(nn.Module):
         self.dropout = nn.Dropout(DROPOUT)
 
     def forward(self, choices: torch.Tensor, answers: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
-        """(B, K) scores. choices: (B, K, 2 DIM) each choice read with its question; answers: (B, S, 2 DIM)
+        """(B, K) scores. choices: (B, K, DIM + words) each choice read with its question; answers: (B, S, 2 DIM)
         the surer answers, each read with its question; present: (B, S) which of them are real."""
         choices, answers = self.dropout(choices), self.dropout(answers)
         weighed = self.choice_question(choices[..., :DIM]) * self.choice_words(choices[..., DIM:])  # (B, K, R)
@@ -70,8 +71,13 @@ def answer_odds(count: int, chosen: int, confidence: float) -> torch.Tensor:
     return odds.log()
 
 
+def prior_odds(item: Decided) -> torch.Tensor:
+    """(K,) an answer's own log-odds of its choices before the surer answers weigh in."""
+    return item.prior if item.prior is not None else answer_odds(len(item.choices), item.chosen, item.confidence)
+
+
 def read_choices(item: Decided) -> torch.Tensor:
-    """(K, 2 DIM) each choice read beside its question."""
+    """(K, DIM + words) each choice read beside its question."""
     return torch.cat([item.question.expand(len(item.choices), -1), item.choices], dim=-1)
 
 
@@ -87,28 +93,34 @@ def surer_than(items: Sequence[Decided], index: int) -> list[int]:
 
 def weigh_again(reader: AgreementReader, items: Sequence[Decided]) -> list[torch.Tensor | None]:
     """Per answer, its (K,) probabilities weighed with the answers surer than it, or None where none is."""
-    asked = [(i, surer) for i in range(len(items)) if (surer := surer_than(items, i))]
+    return weigh_with(reader, items, [[items[j] for j in surer_than(items, i)] for i in range(len(items))])
+
+
+def weigh_with(
+    reader: AgreementReader, items: Sequence[Decided], surer: Sequence[Sequence[Decided]]
+) -> list[torch.Tensor | None]:
+    """Per answer, its (K,) probabilities weighed with the answers `surer` gives it, or None where none is."""
+    asked = [i for i in range(len(items)) if surer[i]]
     out: list[torch.Tensor | None] = [None] * len(items)
     if not asked:
         return out
-    choices, answers, present = batch([items[i] for i, _ in asked], [[items[j] for j in s] for _, s in asked])
+    choices, answers, present = batch([items[i] for i in asked], [surer[i] for i in asked])
     with torch.no_grad():
         scores = reader(choices, answers, present)
-    for row, (i, _) in enumerate(asked):
-        item = items[i]
-        count = len(item.choices)
-        out[i] = torch.softmax(answer_odds(count, item.chosen, item.confidence) + scores[row, :count], dim=-1)
+    for row, i in enumerate(asked):
+        count = len(items[i].choices)
+        out[i] = torch.softmax(prior_odds(items[i]) + scores[row, :count], dim=-1)
     return out
 
 
 def batch(
     targets: Sequence[Decided], surer: Sequence[Sequence[Decided]]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The reader's inputs for answers `targets`, each with its surer answers, padded: choices (B, K, 2 DIM),
+    """The reader's inputs for answers `targets`, each with its surer answers, padded: choices (B, K, DIM + words),
     answers (B, S, 2 DIM) and which answers are present (B, S)."""
     k = max(len(t.choices) for t in targets)
     s = max(max((len(group) for group in surer), default=0), 1)
-    choices = torch.zeros((len(targets), k, 2 * DIM))
+    choices = torch.zeros((len(targets), k, DIM + targets[0].choices.shape[-1]))
     answers = torch.zeros((len(targets), s, 2 * DIM))
     present = torch.zeros((len(targets), s))
     for row, (target, group) in enumerate(zip(targets, surer)):

@@ -17,7 +17,7 @@ import torch
 
 from ..decoding.agreement import decided_answers, question_choices
 from ..engine import calibration_kind
-from ..reader.agreement_reader import AgreementReader, Decided, answer_odds, batch, surer_than
+from ..reader.agreement_reader import AgreementReader, Decided, batch, prior_odds, surer_than
 from ..types import DecisionResponse
 from ..validation import request_from_object
 from .choice_fit import gold_choice
@@ -86,8 +86,7 @@ def _scores(reader: AgreementReader, examples: Sequence[AgreementExample]) -> to
     k = choices.shape[1]
     odds = torch.full((len(examples), k), float("-inf"))
     for row, e in enumerate(examples):
-        count = len(e.answer.choices)
-        odds[row, :count] = answer_odds(count, e.answer.chosen, e.answer.confidence)
+        odds[row, : len(e.answer.choices)] = prior_odds(e.answer)
     return odds + reader(choices, answers, present)
 
 

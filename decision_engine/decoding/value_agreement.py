@@ -1,0 +1,136 @@
+"""A joint request's grounded integer and date answers weighed again with its surer boolean and enum
+answers, by a second agreement reader (`reader/agreement_reader.py`, read with a value's context).
+
+Which of two notice periods applies, or which ownership threshold, often hangs on a boolean the value
+chooser never reads: was notice given during probation, is the customer high risk. Once the boolean and
+enum answers are weighed (`decoding/agreement.py`), each integer or date answer the model chose among
+its candidates is weighed again against the boolean and enum answers of the same request it was surer
+of. Its odds are the chooser's over its `TOP` likeliest values; a value is read as the text either side
+of the mention it copies or starts from ("at least 7 days during probation" / "45 days after it"). A
+changed value is kept only where the request's rules still hold with it, and reports its weighed
+probability as its confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..grounding.candidates import Candidate
+from ..grounding.mention import Mention
+from ..reader.agreement_reader import FLOOR, AgreementReader, Decided, weigh_with
+from ..rules import RuleSet
+from ..types import FixedBy, Question, Value
+from .grounded_space import GroundedSpace
+
+TOP = 6  # the likeliest values of an answer that are weighed
+SIDE = 60  # characters of context read each side of a mention, within its line and its neighbours
+
+
+def mention_sides(document: str, mentions: Sequence[Mention], index: int) -> tuple[str, str]:
+    """The text before a mention and after it (each with the mention), stopping at a line break, at
+    the next mention either side, or `SIDE` characters away."""
+    m = mentions[index]
+    before = max([o.end for o in mentions if o.end <= m.start] + [document.rfind("\n", 0, m.start) + 1, m.start - SIDE, 0])
+    line_end = document.find("\n", m.end)
+    after = min([o.start for o in mentions if o.start >= m.end] + [line_end if line_end >= 0 else len(document), m.end + SIDE])
+    return document[before : m.end].strip(), document[m.start : after].strip()
+
+
+def candidate_sides(document: str, candidate: Candidate, mentions: Sequence[Mention]) -> tuple[str, str]:
+    """The text either side of the mention a candidate copies or starts from; its derivation where it
+    rests on no mention."""
+    if not candidate.operands:
+        return candidate.describe(), candidate.describe()
+    return mention_sides(document, mentions, candidate.operands[0])
+
+
+def weighed_values(space: GroundedSpace, chosen: int) -> list[int]:
+    """Indices of the candidates weighed for an answer: its `TOP` likeliest, the chosen one among them."""
+    probabilities = torch.softmax(space.choice_logits, dim=-1)[: len(space.values)]
+    top = probabilities.topk(min(TOP, len(space.values))).indices.tolist()
+    return top if chosen in top else [*top[:-1], chosen]
+
+
+def decided_value(
+    question_vector: torch.Tensor, space: GroundedSpace, chosen: int, confidence: float, document: str, embedder
+) -> tuple[list[int], Decided]:
+    """(the candidate indices weighed, the answer as the agreement reader reads it)."""
+    picked = weighed_values(space, chosen)
+    sides = [candidate_sides(document, space.candidates[k], space.mentions) for k in picked]
+    vectors = embedder.embed_questions([text for pair in sides for text in pair]).reshape(len(picked), -1)
+    index = picked.index(chosen)
+    return picked, Decided(question_vector, vectors, index, confidence, value_odds(space, picked, index, confidence))
+
+
+def value_odds(space: GroundedSpace, picked: Sequence[int], chosen: int, confidence: float) -> torch.Tensor:
+    """(K,) log-probabilities of the weighed values: the answer's confidence on the chosen one, the rest
+    shared by the others as the chooser ranks them."""
+    p = min(max(confidence, FLOOR), 1 - FLOOR)
+    others = torch.softmax(space.choice_logits[list(picked)].float(), dim=-1)
+    others[chosen] = 0.0
+    odds = others / others.sum().clamp_min(1e-12) * (1 - p)
+    odds[chosen] = p
+    return odds.clamp_min(FLOOR * (1 - p) / max(len(picked) - 1, 1)).log()
+
+
+def grounded_answers(
+    questions: Sequence[Question],
+    spaces: Sequence[object],
+    patterns: Sequence,
+    settled: Sequence[FixedBy],
+    confidences: Sequence[float],
+    document: str,
+    embedder,
+) -> list[tuple[int, list[int], Decided]]:
+    """(slot, candidate indices weighed, the answer read) for each integer or date answer the model chose
+    among two or more candidates (not a comparison's boolean)."""
+    found = []
+    for slot, (space, how) in enumerate(zip(spaces, settled)):
+        if how != "model" or not isinstance(space, GroundedSpace) or len(space.values) < 2:
+            continue
+        if isinstance(space.values[0], bool) or not space.candidates:
+            continue
+        chosen = space.chosen(patterns[slot])
+        if chosen is not None:
+            found.append((slot, chosen))
+    if not found:
+        return []
+    vectors = embedder.embed_questions([questions[slot].text for slot, _ in found])
+    out = []
+    for (slot, chosen), vector in zip(found, vectors):
+        picked, item = decided_value(vector, spaces[slot], chosen, float(confidences[slot]), document, embedder)
+        out.append((slot, picked, item))
+    return out
+
+
+def surer_answers(item: Decided, answers: Sequence[Decided]) -> list[Decided]:
+    """The boolean and enum answers the model was surer of than of a value."""
+    return [a for a in answers if a.confidence > item.confidence]
+
+
+def agreed_values(
+    reader: AgreementReader,
+    grounded: Sequence[tuple[int, list[int], Decided]],
+    answers: Sequence[Decided],
+    spaces: Sequence[object],
+    values: Sequence[Value],
+    confidences: Sequence[float],
+    rules: RuleSet,
+) -> tuple[list[Value], list[float]]:
+    """`values` and `confidences` with each grounded answer weighed again with the surer boolean and
+    enum `answers` of its request; a change is kept where the rules still hold with it."""
+    values, confidences = list(values), list(confidences)
+    weighed = weigh_with(reader, [item for _, _, item in grounded], [surer_answers(item, answers) for _, _, item in grounded])
+    for (slot, picked, item), probabilities in zip(grounded, weighed):
+        if probabilities is None:
+            continue
+        best = int(probabilities.argmax())
+        if best == item.chosen:
+            continue
+        trial = list(values)
+        trial[slot] = spaces[slot].values[picked[best]]
+        if not rules.violations(trial):
+            values, confidences[slot] = trial, float(probabilities[best])
+    return values, confidences
