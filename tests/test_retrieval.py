@@ -291,3 +291,21 @@ def test_a_mention_is_read_with_the_words_before_it_and_the_words_around_it(embe
     own, before, around = second.split(DIM)  # nothing after it: the words around it are the last words before it
     assert torch.isclose(before.norm(), torch.tensor(1.0)) and torch.isclose(around.norm(), torch.tensor(1.0))
     assert not torch.allclose(before, around)  # the last eight tokens before it; the last sixteen
+
+
+def test_passages_are_embedded_once_and_kept_with_their_document(embedder):
+    document = "Notice is at least 7 days during probation and 45 days after it."
+    ranges = [(0, 25), (47, 64), (0, 25)]
+    embedder.clear_cache()
+    first = embedder.embed_passages(document, ranges)
+    assert torch.allclose(first[0], embedder.embed([document[0:25]])[0], atol=1e-5)
+    assert torch.equal(first[0], first[2])
+    embedder.forget_questions()  # a new group of questions about the same document
+    calls = []
+    embed = embedder.embed
+    embedder.embed = lambda texts: calls.append(texts) or embed(texts)
+    try:
+        assert torch.equal(embedder.embed_passages(document, ranges[:2]), first[:2])
+    finally:
+        embedder.embed = embed
+    assert calls == []

@@ -10,7 +10,7 @@ import torch
 from decision_engine.decoding.grounded_space import CHOICE_BASE, GroundedSpace
 from decision_engine.decoding.slot_space import build_space
 from decision_engine.decoding.value_agreement import (
-    TOP, agreed_values, grounded_answers, mention_sides, weighed_values,
+    TOP, agreed_values, candidate_sides, grounded_answers, mention_sides, side_vectors, weighed_values,
 )
 from decision_engine.grounding.candidates import Candidate
 from decision_engine.grounding.mentions import find_mentions
@@ -24,6 +24,13 @@ from decision_engine.types import AnswerSchema, Question, Rule
 
 from test_agreement_reader import FakeEmbedder, decided, vector
 
+
+class PassageEmbedder(FakeEmbedder):
+    """A fixed unit vector per text, passages of a document read as their text."""
+
+    def embed_passages(self, document, ranges):
+        return self.embed_questions([document[a:b] for a, b in ranges])
+
 NOTICE = "Notice is at least 7 days during probation and 45 days after it.\nThe employee was paid 900 a week."
 DAYS = AnswerSchema(type="integer", minimum=0, maximum=365)
 
@@ -32,8 +39,8 @@ def test_a_mention_is_read_with_the_text_up_to_its_neighbours_and_its_line():
     mentions = find_mentions(NOTICE)
     texts = [m.text for m in mentions]
     first, second = texts.index("7 days"), texts.index("45 days")
-    assert mention_sides(NOTICE, mentions, first) == ("Notice is at least 7 days", "7 days during probation and")
-    assert mention_sides(NOTICE, mentions, second) == ("during probation and 45 days", "45 days after it.")
+    read = [[NOTICE[a:b] for a, b in mention_sides(NOTICE, mentions, k)] for k in (first, second)]
+    assert read == [["Notice is at least 7 days", "7 days during probation and"], ["during probation and 45 days", "45 days after it."]]
 
 
 def inner_space(vocab):
@@ -81,7 +88,7 @@ def test_a_value_answer_is_weighed_with_surer_answers_and_a_rule_can_refuse_the_
     space = grounded_space(vocab, [2.0, 1.0, -9.0])  # 7 days likelier than 45
     pattern = [CHOICE_BASE + 1, *space.sequences[1]]  # yet the model chose 45
     questions = asked()
-    grounded = grounded_answers(questions, [None, space], [None, pattern], ["model", "model"], [0.9, 0.5], NOTICE, FakeEmbedder())
+    grounded = grounded_answers(questions, [None, space], [None, pattern], ["model", "model"], [0.9, 0.5], NOTICE, PassageEmbedder())
     assert [(slot, picked, item.chosen) for slot, picked, item in grounded] == [(1, [0, 1, 2], 1)]
     surer = [decided(1, 0, 0.9)]
     free = RuleSet.compile([q.schema for q in questions], [q.id for q in questions], [])
@@ -99,7 +106,7 @@ def test_a_rule_fixed_or_written_value_is_not_weighed(vocab):
     chose = [CHOICE_BASE + 1, *space.sequences[1]]
     wrote = [space.write_id, *space.sequences[1]]
     questions = asked()
-    embedder = FakeEmbedder()
+    embedder = PassageEmbedder()
     assert grounded_answers(questions, [None, space], [None, chose], ["model", "rule"], [0.9, 0.5], NOTICE, embedder) == []
     assert grounded_answers(questions, [None, space], [None, wrote], ["model", "model"], [0.9, 0.5], NOTICE, embedder) == []
 
@@ -133,3 +140,13 @@ def test_a_fitted_reader_learns_which_value_a_surer_answer_picks():
     )
     assert fitted["before"]["accuracy"] == fitted["before"]["as_decided"] < 0.65
     assert fitted["after"]["accuracy"] > 0.95
+
+
+def test_a_values_sides_are_read_as_passages_of_its_document_and_its_derivation_as_words(vocab):
+    space = grounded_space(vocab, [2.0, 1.0, -9.0])
+    zero = Candidate(0, "zero", (), ())
+    assert candidate_sides(NOTICE, zero, space.mentions) == (zero.describe(), zero.describe())
+    sides = [candidate_sides(NOTICE, space.candidates[0], space.mentions)[1], zero.describe()]
+    embedder = PassageEmbedder()
+    vectors = side_vectors(embedder, NOTICE, sides)
+    assert torch.equal(vectors, embedder.embed_questions(["7 days during probation and", zero.describe()]))

@@ -19,7 +19,7 @@ import torch
 
 from ..grounding.candidates import Candidate
 from ..grounding.mention import Mention
-from ..reader.agreement_reader import FLOOR, AgreementReader, Decided, weigh_with
+from ..reader.agreement_reader import DIM, FLOOR, AgreementReader, Decided, weigh_with
 from ..rules import RuleSet
 from ..types import FixedBy, Question, Value
 from .grounded_space import GroundedSpace
@@ -28,22 +28,43 @@ TOP = 6  # the likeliest values of an answer that are weighed
 SIDE = 60  # characters of context read each side of a mention, within its line and its neighbours
 
 
-def mention_sides(document: str, mentions: Sequence[Mention], index: int) -> tuple[str, str]:
-    """The text before a mention and after it (each with the mention), stopping at a line break, at
-    the next mention either side, or `SIDE` characters away."""
+Side = tuple[int, int] | str  # a passage of the document (character range), or words of no passage
+
+
+def mention_sides(document: str, mentions: Sequence[Mention], index: int) -> tuple[Side, Side]:
+    """The passages before a mention and after it (each with the mention), stopping at a line break,
+    at the next mention either side, or `SIDE` characters away."""
     m = mentions[index]
     before = max([o.end for o in mentions if o.end <= m.start] + [document.rfind("\n", 0, m.start) + 1, m.start - SIDE, 0])
     line_end = document.find("\n", m.end)
     after = min([o.start for o in mentions if o.start >= m.end] + [line_end if line_end >= 0 else len(document), m.end + SIDE])
-    return document[before : m.end].strip(), document[m.start : after].strip()
+    return _stripped(document, before, m.end), _stripped(document, m.start, after)
 
 
-def candidate_sides(document: str, candidate: Candidate, mentions: Sequence[Mention]) -> tuple[str, str]:
-    """The text either side of the mention a candidate copies or starts from; its derivation where it
-    rests on no mention."""
+def _stripped(document: str, start: int, end: int) -> tuple[int, int]:
+    """A range without the white space at either end."""
+    text = document[start:end]
+    return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
+
+
+def candidate_sides(document: str, candidate: Candidate, mentions: Sequence[Mention]) -> tuple[Side, Side]:
+    """The passages either side of the mention a candidate copies or starts from; its derivation in words
+    where it rests on no mention."""
     if not candidate.operands:
         return candidate.describe(), candidate.describe()
     return mention_sides(document, mentions, candidate.operands[0])
+
+
+def side_vectors(embedder, document: str, sides: Sequence[Side]) -> torch.Tensor:
+    """(N, DIM) the sentence vectors of passages of the document (remembered with it) and of words."""
+    ranges = [k for k, side in enumerate(sides) if not isinstance(side, str)]
+    words = [k for k, side in enumerate(sides) if isinstance(side, str)]
+    out = torch.zeros((len(sides), DIM))
+    if ranges:
+        out[ranges] = embedder.embed_passages(document, [sides[k] for k in ranges])
+    if words:
+        out[words] = embedder.embed_questions([sides[k] for k in words])
+    return out
 
 
 def weighed_values(space: GroundedSpace, chosen: int) -> list[int]:
@@ -51,17 +72,6 @@ def weighed_values(space: GroundedSpace, chosen: int) -> list[int]:
     probabilities = torch.softmax(space.choice_logits, dim=-1)[: len(space.values)]
     top = probabilities.topk(min(TOP, len(space.values))).indices.tolist()
     return top if chosen in top else [*top[:-1], chosen]
-
-
-def decided_value(
-    question_vector: torch.Tensor, space: GroundedSpace, chosen: int, confidence: float, document: str, embedder
-) -> tuple[list[int], Decided]:
-    """(the candidate indices weighed, the answer as the agreement reader reads it)."""
-    picked = weighed_values(space, chosen)
-    sides = [candidate_sides(document, space.candidates[k], space.mentions) for k in picked]
-    vectors = embedder.embed_questions([text for pair in sides for text in pair]).reshape(len(picked), -1)
-    index = picked.index(chosen)
-    return picked, Decided(question_vector, vectors, index, confidence, value_odds(space, picked, index, confidence))
 
 
 def value_odds(space: GroundedSpace, picked: Sequence[int], chosen: int, confidence: float) -> torch.Tensor:
@@ -94,14 +104,24 @@ def grounded_answers(
             continue
         chosen = space.chosen(patterns[slot])
         if chosen is not None:
-            found.append((slot, chosen))
+            found.append((slot, chosen, weighed_values(space, chosen)))
     if not found:
         return []
-    vectors = embedder.embed_questions([questions[slot].text for slot, _ in found])
-    out = []
-    for (slot, chosen), vector in zip(found, vectors):
-        picked, item = decided_value(vector, spaces[slot], chosen, float(confidences[slot]), document, embedder)
+    question_vectors = embedder.embed_questions([questions[slot].text for slot, _, _ in found])
+    sides = [
+        side
+        for slot, _, picked in found
+        for k in picked
+        for side in candidate_sides(document, spaces[slot].candidates[k], spaces[slot].mentions)
+    ]
+    vectors = side_vectors(embedder, document, sides).reshape(len(sides) // 2, 2 * DIM)
+    out, first = [], 0
+    for (slot, chosen, picked), question in zip(found, question_vectors):
+        index = picked.index(chosen)
+        odds = value_odds(spaces[slot], picked, index, float(confidences[slot]))
+        item = Decided(question, vectors[first : first + len(picked)], index, float(confidences[slot]), odds)
         out.append((slot, picked, item))
+        first += len(picked)
     return out
 
 

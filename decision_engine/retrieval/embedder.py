@@ -69,6 +69,7 @@ AROUND_TOKENS = (16, 16)  # tokens before and after a mention read together, whi
 MAX_TOKENS = 128  # sentence-transformers uses 256; spans are at most a few hundred characters
 BATCH_SIZE = 16  # texts per encoder call, sorted by length: little padding (64 padded a document's spans by 60%)
 QUESTION_CACHE = 4096  # questions repeat across requests (e.g. the 17 ContractNLI hypotheses)
+PASSAGE_CACHE = 8192  # short passages of documents (a mention's sides), about 1.5 KB each
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class SpanEmbedder:
         self._documents: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._questions: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._mentions: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self._passages: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._hits = 0
         self._misses = 0
 
@@ -145,6 +147,24 @@ class SpanEmbedder:
                 rows.append(self._questions[q])
             while len(self._questions) > QUESTION_CACHE:
                 self._questions.popitem(last=False)
+            return torch.stack(rows) if rows else torch.zeros((0, DIM))
+
+    def embed_passages(self, document_text: str, ranges: Sequence[tuple[int, int]]) -> torch.Tensor:
+        """(N, 384) embeddings of passages of a document given as character ranges, each remembered
+        with its document (a new group's questions about it find them)."""
+        digest = hashlib.sha256(document_text.encode("utf-8")).hexdigest()
+        keys = [(digest, start, end) for start, end in ranges]
+        with self._lock:
+            missing = [k for k in dict.fromkeys(keys) if k not in self._passages]
+            if missing:
+                for key, row in zip(missing, self.embed([document_text[a:b] for _, a, b in missing])):
+                    self._passages[key] = row
+            rows = []
+            for key in keys:
+                self._passages.move_to_end(key)
+                rows.append(self._passages[key])
+            while len(self._passages) > PASSAGE_CACHE:
+                self._passages.popitem(last=False)
             return torch.stack(rows) if rows else torch.zeros((0, DIM))
 
     def embed_spans(self, document_text: str, spans: list[Span]) -> torch.Tensor:
@@ -262,4 +282,5 @@ class SpanEmbedder:
             self._documents.clear()
             self._questions.clear()
             self._mentions.clear()
+            self._passages.clear()
             self._hits = self._misses = 0
