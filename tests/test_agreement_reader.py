@@ -10,7 +10,7 @@ import torch
 from decision_engine.decoding.agreement import agreed_answers, decided_answers
 from decision_engine.reader.agreement_reader import DIM, AgreementReader, Decided, surer_than, weigh_again
 from decision_engine.rules import RuleSet
-from decision_engine.training.agreement_fit import AgreementExample, _batch_loss, agreement_accuracy
+from decision_engine.training.agreement_fit import AgreementExample, agreement_accuracy, agreement_loss
 from decision_engine.training.generated_fit import train_epochs
 from decision_engine.types import AnswerSchema, Question, Rule
 
@@ -59,7 +59,7 @@ def test_a_fitted_reader_learns_that_one_answer_follows_a_surer_one():
     torch.manual_seed(0)
     reader = AgreementReader()
     fitted = train_epochs(
-        reader, examples, 30, 0, what="agreement reader", loss_of=_batch_loss, accuracy=agreement_accuracy,
+        reader, examples, 30, 0, what="agreement reader", loss_of=agreement_loss, accuracy=agreement_accuracy,
         batch=32, learning_rate=1e-2, log=lambda line: None,
     )
     assert fitted["before"]["accuracy"] == fitted["before"]["as_decided"] < 0.6

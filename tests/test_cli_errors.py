@@ -156,3 +156,15 @@ def test_rule_limit_flags_reach_the_engine_options(command):
 def test_serve_refuses_a_time_budget_out_of_range(capsys, seconds):
     assert main(["serve", "--request-timeout-s", seconds]) == 2
     assert "--request-timeout-s" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["fit-agreement", "fit-value-agreement"])
+def test_agreement_fits_refuse_negative_question_variants(tmp_path, capsys, command):
+    assert main([command, "--out", str(tmp_path / "out"), "--question-variants", "-1"]) == 2
+    assert "--question-variants" in one_error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_value_agreement_fit_names_a_folder_that_is_no_checkpoint(tmp_path, capsys):
+    assert main(["fit-value-agreement", "--model", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "no config.json" in one_error_line(capsys)

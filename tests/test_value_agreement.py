@@ -17,9 +17,8 @@ from decision_engine.grounding.mentions import find_mentions
 from decision_engine.reader.agreement_reader import DIM, AgreementReader, Decided
 from decision_engine.rules import RuleSet
 from decision_engine.training.generated_fit import train_epochs
-from decision_engine.training.value_agreement_fit import (
-    ValueExample, _batch_loss, value_agreement_accuracy, value_agreement_reader,
-)
+from decision_engine.training.agreement_fit import AgreementExample, agreement_accuracy, agreement_loss
+from decision_engine.training.value_agreement_fit import value_agreement_reader
 from decision_engine.types import AnswerSchema, Question, Rule
 
 from test_agreement_reader import FakeEmbedder, decided, vector
@@ -131,12 +130,12 @@ def test_a_fitted_reader_learns_which_value_a_surer_answer_picks():
         prior = torch.log_softmax(torch.tensor([rng.gauss(0, 0.3), rng.gauss(0, 0.3)]), dim=-1)
         chosen = int(prior.argmax())
         value = Decided(vector(2), torch.stack(contexts), chosen, 0.5, prior)
-        examples.append(ValueExample(value, (decided(1, during, 0.95), decided(3, rng.randrange(2), 0.9)), gold))
+        examples.append(AgreementExample(value, (decided(1, during, 0.95), decided(3, rng.randrange(2), 0.9)), gold))
     torch.manual_seed(0)
     reader = value_agreement_reader()
     fitted = train_epochs(
-        reader, examples, 30, 0, what="value agreement reader", loss_of=_batch_loss,
-        accuracy=value_agreement_accuracy, batch=32, learning_rate=1e-2, log=lambda line: None,
+        reader, examples, 30, 0, what="value agreement reader", loss_of=agreement_loss,
+        accuracy=agreement_accuracy, batch=32, learning_rate=1e-2, log=lambda line: None,
     )
     assert fitted["before"]["accuracy"] == fitted["before"]["as_decided"] < 0.65
     assert fitted["after"]["accuracy"] > 0.95

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,28 +31,34 @@ LEARNING_RATE = 1e-3
 
 @dataclass(frozen=True)
 class AgreementExample:
-    answer: Decided  # the answer weighed again
-    surer: tuple[Decided, ...]  # the answers of its group the model was surer of
+    answer: Decided  # the answer weighed again (for the value agreement reader, an integer or date answer)
+    surer: tuple[Decided, ...]  # the (boolean and enum) answers of its group the model was surer of
     gold: int  # index of the labelled choice
+
+
+def decided_jointly(engine, lines: Sequence[dict], batch_size: int = 8) -> Iterator[tuple]:
+    """(line, request, layout, response) for each line the model decides jointly, `batch_size` at a
+    time; a line it refuses is left out."""
+    for start in range(0, len(lines), batch_size):
+        chunk = lines[start : start + batch_size]
+        requests = [request_from_object(line) for line in chunk]
+        laid_out = engine.lay_out_many(requests, "joint")
+        for line, request, layout, response in zip(chunk, requests, laid_out, engine.decide_laid_out(laid_out)):
+            if isinstance(response, DecisionResponse):
+                yield line, request, layout, response
 
 
 def decided_groups(engine, lines: Sequence[dict], batch_size: int = 8) -> list[tuple]:
     """Per line the model decides jointly: (questions, values, confidences, fixed_by, which answers a
     comparison chose, labels)."""
     out = []
-    for start in range(0, len(lines), batch_size):
-        chunk = lines[start : start + batch_size]
-        requests = [request_from_object(line) for line in chunk]
-        laid_out = engine.lay_out_many(requests, "joint")
-        for line, request, layout, response in zip(chunk, requests, laid_out, engine.decide_laid_out(laid_out)):
-            if not isinstance(response, DecisionResponse):
-                continue
-            answers = response.answers
-            compared = [calibration_kind(layout, slot) == "compared" for slot in range(len(answers))]
-            out.append((
-                request.questions, [a.value for a in answers], [a.confidence for a in answers],
-                [a.fixed_by for a in answers], compared, line.get("labels", {}),
-            ))
+    for line, request, layout, response in decided_jointly(engine, lines, batch_size):
+        answers = response.answers
+        compared = [calibration_kind(layout, slot) == "compared" for slot in range(len(answers))]
+        out.append((
+            request.questions, [a.value for a in answers], [a.confidence for a in answers],
+            [a.fixed_by for a in answers], compared, line.get("labels", {}),
+        ))
     return out
 
 
@@ -90,7 +96,8 @@ def _scores(reader: AgreementReader, examples: Sequence[AgreementExample]) -> to
     return odds + reader(choices, answers, present)
 
 
-def _batch_loss(reader: AgreementReader, examples: Sequence[AgreementExample]) -> torch.Tensor:
+def agreement_loss(reader: AgreementReader, examples: Sequence[AgreementExample]) -> torch.Tensor:
+    """Mean cross-entropy of the examples' weighed odds against their gold choices."""
     return torch.nn.functional.cross_entropy(_scores(reader, examples), torch.tensor([e.gold for e in examples]))
 
 
@@ -152,7 +159,7 @@ def add_agreement_reader(
     reader = model.agreement_reader = AgreementReader()
     reader.train()
     fitted = train_epochs(
-        reader, examples, epochs, seed, what="agreement reader", loss_of=_batch_loss, accuracy=agreement_accuracy,
+        reader, examples, epochs, seed, what="agreement reader", loss_of=agreement_loss, accuracy=agreement_accuracy,
         batch=BATCH, learning_rate=LEARNING_RATE, log=log,
     )
     reader.eval()

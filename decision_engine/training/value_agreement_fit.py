@@ -8,29 +8,21 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from ..decoding.agreement import decided_answers
 from ..decoding.value_agreement import grounded_answers, surer_answers
-from ..reader.agreement_reader import DIM, AgreementReader, Decided, batch, prior_odds
-from ..types import DecisionResponse
-from ..validation import request_from_object
+from ..reader.agreement_reader import DIM, AgreementReader
+from .agreement_fit import AgreementExample, agreement_accuracy, agreement_loss, decided_jointly
 from .generated_fit import train_epochs
 from .value_choice import reworded_vectors
 
 VALUE_AGREEMENT_SEED = 13_000  # generated groups for the value agreement reader: apart from every other fit's
 BATCH = 32
 LEARNING_RATE = 1e-3
-
-
-@dataclass(frozen=True)
-class ValueExample:
-    answer: Decided  # the integer or date answer weighed again, its values read with their context
-    surer: tuple[Decided, ...]  # the boolean and enum answers of its group the model was surer of
-    gold: int  # index of the labelled value among those weighed
 
 
 def value_agreement_reader() -> AgreementReader:
@@ -40,78 +32,42 @@ def value_agreement_reader() -> AgreementReader:
 
 def value_examples(
     engine, lines: Sequence[dict], variants: int = 0, seed: int = 0, batch_size: int = 8
-) -> list[ValueExample]:
+) -> list[AgreementExample]:
     """The model decides each line jointly; one example per integer or date answer it chose among its
     candidates that has a surer boolean or enum answer beside it and its labelled value among those
     weighed. With `variants`, each also comes that many more times with its questions reworded."""
     embedder = engine.context.embedder
     rng = random.Random(seed)
     out = []
-    for start in range(0, len(lines), batch_size):
-        chunk = lines[start : start + batch_size]
-        requests = [request_from_object(line) for line in chunk]
-        laid_out = engine.lay_out_many(requests, "joint")
-        for line, request, layout, response in zip(chunk, requests, laid_out, engine.decide_laid_out(laid_out)):
-            if not isinstance(response, DecisionResponse):
+    for line, request, layout, response in decided_jointly(engine, lines, batch_size):
+        labels = line.get("labels", {})
+        values = [a.value for a in response.answers]
+        confidences = [a.confidence for a in response.answers]
+        settled = [a.fixed_by for a in response.answers]
+        constraints = layout.group.constraints
+        answered = decided_answers(request.questions, values, confidences, settled, embedder)
+        answers = [item for _, item in answered]
+        grounded = grounded_answers(
+            request.questions, constraints.spaces, constraints.patterns, settled, confidences,
+            request.document.text, embedder,
+        )
+        for slot, picked, item in grounded:
+            label = labels.get(request.questions[slot].id)
+            gold = next((j for j, k in enumerate(picked) if str(constraints.spaces[slot].values[k]) == str(label)), None)
+            surer = surer_answers(item, answers)
+            if gold is None or not surer:
                 continue
-            labels = line.get("labels", {})
-            values = [a.value for a in response.answers]
-            confidences = [a.confidence for a in response.answers]
-            settled = [a.fixed_by for a in response.answers]
-            constraints = layout.group.constraints
-            answered = decided_answers(request.questions, values, confidences, settled, embedder)
-            answers = [item for _, item in answered]
-            grounded = grounded_answers(
-                request.questions, constraints.spaces, constraints.patterns, settled, confidences,
-                request.document.text, embedder,
-            )
-            for slot, picked, item in grounded:
-                label = labels.get(request.questions[slot].id)
-                gold = next((j for j, k in enumerate(picked) if str(constraints.spaces[slot].values[k]) == str(label)), None)
-                surer = surer_answers(item, answers)
-                if gold is None or not surer:
-                    continue
-                out.append(ValueExample(item, tuple(surer), gold))
-                if variants:
-                    slots = [slot] + [s for s, a in answered if a.confidence > item.confidence]
-                    reworded = reworded_vectors(embedder, [request.questions[s].text for s in slots], variants, rng)
-                    for v in range(variants):
-                        out.append(ValueExample(
-                            replace(item, question=reworded[0][v]),
-                            tuple(replace(a, question=reworded[1 + j][v]) for j, a in enumerate(surer)),
-                            gold,
-                        ))
+            out.append(AgreementExample(item, tuple(surer), gold))
+            if variants:
+                slots = [slot] + [s for s, a in answered if a.confidence > item.confidence]
+                reworded = reworded_vectors(embedder, [request.questions[s].text for s in slots], variants, rng)
+                for v in range(variants):
+                    out.append(AgreementExample(
+                        replace(item, question=reworded[0][v]),
+                        tuple(replace(a, question=reworded[1 + j][v]) for j, a in enumerate(surer)),
+                        gold,
+                    ))
     return out
-
-
-def _scores(reader: AgreementReader, examples: Sequence[ValueExample]) -> torch.Tensor:
-    """(B, K) each example's values' log-odds weighed again, padded values at -inf."""
-    choices, answers, present = batch([e.answer for e in examples], [e.surer for e in examples])
-    odds = torch.full(choices.shape[:2], float("-inf"))
-    for row, e in enumerate(examples):
-        odds[row, : len(e.answer.choices)] = prior_odds(e.answer)
-    return odds + reader(choices, answers, present)
-
-
-def _batch_loss(reader: AgreementReader, examples: Sequence[ValueExample]) -> torch.Tensor:
-    return torch.nn.functional.cross_entropy(_scores(reader, examples), torch.tensor([e.gold for e in examples]))
-
-
-def value_agreement_accuracy(reader: AgreementReader, examples: Sequence[ValueExample]) -> dict:
-    """The share of examples answered right as the model answered them, and weighed again."""
-    if not examples:
-        return {"accuracy": 0.0, "as_decided": 0.0}
-    was_training = reader.training
-    reader.eval()
-    right = 0
-    with torch.no_grad():
-        for start in range(0, len(examples), 256):
-            chunk = examples[start : start + 256]
-            best = _scores(reader, chunk).argmax(dim=-1).tolist()
-            right += sum(b == e.gold for b, e in zip(best, chunk))
-    reader.train(was_training)
-    decided = sum(e.answer.chosen == e.gold for e in examples)
-    return {"accuracy": right / len(examples), "as_decided": decided / len(examples)}
 
 
 def add_value_agreement_reader(
@@ -149,15 +105,15 @@ def add_value_agreement_reader(
     reader = model.value_agreement_reader = value_agreement_reader()
     reader.train()
     fitted = train_epochs(
-        reader, examples, epochs, seed, what="value agreement reader", loss_of=_batch_loss,
-        accuracy=value_agreement_accuracy, batch=BATCH, learning_rate=LEARNING_RATE, log=log,
+        reader, examples, epochs, seed, what="value agreement reader", loss_of=agreement_loss,
+        accuracy=agreement_accuracy, batch=BATCH, learning_rate=LEARNING_RATE, log=log,
     )
     reader.eval()
     for p in reader.parameters():
         p.requires_grad_(False)
     if held_out:
         checked = value_examples(engine, held_out)
-        fitted["held_out"] = {"answers": len(checked), **value_agreement_accuracy(reader, checked)}
+        fitted["held_out"] = {"answers": len(checked), **agreement_accuracy(reader, checked)}
         log(
             f"held out, {len(checked)} weighed answers: {fitted['held_out']['as_decided']:.3f} as decided, "
             f"{fitted['held_out']['accuracy']:.3f} weighed again"
