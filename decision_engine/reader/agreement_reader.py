@@ -9,7 +9,9 @@ one learnt score per choice summed over those surer answers. A choice and a sure
 as the product of a projection of its question's sentence vector and one of its choice's words'
 vector (the frozen base sentence encoder's), so a score depends on which question said what, and what
 was learnt from one wording carries to another. Fitted on generated training groups the model
-decided itself (`training/agreement_fit.py`).
+decided itself (`training/agreement_fit.py`). A second one, whose choices are an integer or date
+answer's likeliest values, each read by the passages around its mention, weighs those answers
+(`decoding/value_agreement.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class Decided:
     """One boolean or enum answer of a request as the agreement reader reads it."""
 
     question: torch.Tensor  # (DIM,) the question's sentence vector
-    choices: torch.Tensor  # (K, DIM) each choice's words' vector
+    choices: torch.Tensor  # (K, words) each choice's words' vector (a value's: its two passages')
     chosen: int  # index of the chosen choice
     confidence: float  # its calibrated confidence
     prior: torch.Tensor | None = None  # (K,) its own log-odds of the choices; None: `answer_odds`
