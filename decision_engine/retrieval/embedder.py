@@ -136,35 +136,29 @@ class SpanEmbedder:
 
     def embed_questions(self, questions: list[str]) -> torch.Tensor:
         """(Q, 384) embeddings of questions, remembered across calls."""
-        with self._lock:
-            missing = [q for q in dict.fromkeys(questions) if q not in self._questions]
-            if missing:
-                for q, row in zip(missing, self.embed(missing)):
-                    self._questions[q] = row
-            rows = []
-            for q in questions:
-                self._questions.move_to_end(q)
-                rows.append(self._questions[q])
-            while len(self._questions) > QUESTION_CACHE:
-                self._questions.popitem(last=False)
-            return torch.stack(rows) if rows else torch.zeros((0, DIM))
+        return self._remembered(self._questions, QUESTION_CACHE, questions, questions)
 
     def embed_passages(self, document_text: str, ranges: Sequence[tuple[int, int]]) -> torch.Tensor:
         """(N, 384) embeddings of passages of a document given as character ranges, each remembered
         with its document (a new group's questions about it find them)."""
         digest = hashlib.sha256(document_text.encode("utf-8")).hexdigest()
         keys = [(digest, start, end) for start, end in ranges]
+        return self._remembered(self._passages, PASSAGE_CACHE, keys, [document_text[a:b] for a, b in ranges])
+
+    def _remembered(self, cache: OrderedDict, limit: int, keys: Sequence, texts: Sequence[str]) -> torch.Tensor:
+        """(N, 384) the vectors of `texts` under `keys` in an LRU `cache` of at most `limit` rows, only
+        those it lacks embedded (once each)."""
         with self._lock:
-            missing = [k for k in dict.fromkeys(keys) if k not in self._passages]
+            missing = {k: t for k, t in zip(keys, texts) if k not in cache}
             if missing:
-                for key, row in zip(missing, self.embed([document_text[a:b] for _, a, b in missing])):
-                    self._passages[key] = row
+                for key, row in zip(missing, self.embed(list(missing.values()))):
+                    cache[key] = row
             rows = []
             for key in keys:
-                self._passages.move_to_end(key)
-                rows.append(self._passages[key])
-            while len(self._passages) > PASSAGE_CACHE:
-                self._passages.popitem(last=False)
+                cache.move_to_end(key)
+                rows.append(cache[key])
+            while len(cache) > limit:
+                cache.popitem(last=False)
             return torch.stack(rows) if rows else torch.zeros((0, DIM))
 
     def embed_spans(self, document_text: str, spans: list[Span]) -> torch.Tensor:

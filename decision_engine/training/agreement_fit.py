@@ -118,6 +118,34 @@ def agreement_accuracy(reader: AgreementReader, examples: Sequence[AgreementExam
     return {"accuracy": right / len(examples), "as_decided": decided / len(examples)}
 
 
+def fit_reader(
+    reader: AgreementReader,
+    examples: Sequence[AgreementExample],
+    epochs: int,
+    seed: int,
+    what: str,
+    log: Callable[[str], None],
+    held_out: Sequence[AgreementExample] | None = None,
+) -> dict:
+    """Fit an agreement reader on `examples` and freeze it; the fit's summary, with its accuracy on
+    `held_out` examples where given."""
+    reader.train()
+    fitted = train_epochs(
+        reader, examples, epochs, seed, what=what, loss_of=agreement_loss, accuracy=agreement_accuracy,
+        batch=BATCH, learning_rate=LEARNING_RATE, log=log,
+    )
+    reader.eval()
+    for p in reader.parameters():
+        p.requires_grad_(False)
+    if held_out is not None:
+        fitted["held_out"] = {"answers": len(held_out), **agreement_accuracy(reader, held_out)}
+        log(
+            f"held out, {len(held_out)} weighed answers: {fitted['held_out']['as_decided']:.3f} as decided, "
+            f"{fitted['held_out']['accuracy']:.3f} weighed again"
+        )
+    return fitted
+
+
 def add_agreement_reader(
     folder: Path,
     out: Path,
@@ -157,21 +185,8 @@ def add_agreement_reader(
     model, meta = load_checkpoint(folder, cfg=replace(saved, weighs_agreement=True), fresh_agreement=True)
     torch.manual_seed(seed)
     reader = model.agreement_reader = AgreementReader()
-    reader.train()
-    fitted = train_epochs(
-        reader, examples, epochs, seed, what="agreement reader", loss_of=agreement_loss, accuracy=agreement_accuracy,
-        batch=BATCH, learning_rate=LEARNING_RATE, log=log,
-    )
-    reader.eval()
-    for p in reader.parameters():
-        p.requires_grad_(False)
-    if held_out:
-        checked = agreement_examples(decided_groups(engine, held_out), embedder)
-        fitted["held_out"] = {"answers": len(checked), **agreement_accuracy(reader, checked)}
-        log(
-            f"held out, {len(checked)} weighed answers: {fitted['held_out']['as_decided']:.3f} as decided, "
-            f"{fitted['held_out']['accuracy']:.3f} weighed again"
-        )
+    checked = agreement_examples(decided_groups(engine, held_out), embedder) if held_out else None
+    fitted = fit_reader(reader, examples, epochs, seed, "agreement reader", log, checked)
     minutes = round((time.monotonic() - started) / 60, 2)
     fitted = {**fitted, "weighed_answers": answers, "groups": groups, "seed": seed, "minutes": minutes}
     if question_variants:

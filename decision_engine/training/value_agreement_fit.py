@@ -16,13 +16,10 @@ import torch
 from ..decoding.agreement import decided_answers
 from ..decoding.value_agreement import grounded_answers, surer_answers
 from ..reader.agreement_reader import DIM, AgreementReader
-from .agreement_fit import AgreementExample, agreement_accuracy, agreement_loss, decided_jointly
-from .generated_fit import train_epochs
+from .agreement_fit import AgreementExample, decided_jointly, fit_reader
 from .value_choice import reworded_vectors
 
 VALUE_AGREEMENT_SEED = 13_000  # generated groups for the value agreement reader: apart from every other fit's
-BATCH = 32
-LEARNING_RATE = 1e-3
 
 
 def value_agreement_reader() -> AgreementReader:
@@ -103,21 +100,8 @@ def add_value_agreement_reader(
     model, meta = load_checkpoint(folder, cfg=replace(saved, weighs_values=True), fresh_values=True)
     torch.manual_seed(seed)
     reader = model.value_agreement_reader = value_agreement_reader()
-    reader.train()
-    fitted = train_epochs(
-        reader, examples, epochs, seed, what="value agreement reader", loss_of=agreement_loss,
-        accuracy=agreement_accuracy, batch=BATCH, learning_rate=LEARNING_RATE, log=log,
-    )
-    reader.eval()
-    for p in reader.parameters():
-        p.requires_grad_(False)
-    if held_out:
-        checked = value_examples(engine, held_out)
-        fitted["held_out"] = {"answers": len(checked), **agreement_accuracy(reader, checked)}
-        log(
-            f"held out, {len(checked)} weighed answers: {fitted['held_out']['as_decided']:.3f} as decided, "
-            f"{fitted['held_out']['accuracy']:.3f} weighed again"
-        )
+    checked = value_examples(engine, held_out) if held_out else None
+    fitted = fit_reader(reader, examples, epochs, seed, "value agreement reader", log, checked)
     minutes = round((time.monotonic() - started) / 60, 2)
     fitted = {**fitted, "weighed_answers": answers, "groups": groups, "seed": seed, "minutes": minutes}
     if question_variants:
