@@ -361,7 +361,13 @@ def _fit_value_agreement(args: argparse.Namespace) -> int:
     if args.question_variants < 0:
         print("error: --question-variants must be 0 or more", file=sys.stderr)
         return EXIT_INVALID
-    return _fit_part(args, functools.partial(add_value_agreement_reader, question_variants=args.question_variants))
+    if args.readers < 1:
+        print("error: --readers must be at least 1", file=sys.stderr)
+        return EXIT_INVALID
+    int8 = [part for part in (args.int8 or "").split(",") if part]
+    return _fit_part(args, functools.partial(
+        add_value_agreement_reader, question_variants=args.question_variants, readers=args.readers, int8_parts=int8
+    ))
 
 
 def _fit_cross(args: argparse.Namespace) -> int:
@@ -645,6 +651,13 @@ def build_parser() -> argparse.ArgumentParser:
     valuing.add_argument(
         "--question-variants", type=int, default=0,
         help="also train on this many copies of each weighed answer with a quarter of every question's words left out (default 0)",
+    )
+    valuing.add_argument(
+        "--readers", type=int, default=1,
+        help="heads, head k fitted from seed S+k on its own draw of --groups groups, their scores averaged (default 1)",
+    )
+    valuing.add_argument(
+        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "value_chooser"'
     )
     valuing.set_defaults(func=_fit_value_agreement, groups=1600)
 

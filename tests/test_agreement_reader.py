@@ -151,3 +151,19 @@ def test_a_joint_request_weighs_its_answers_again_and_an_independent_one_does_no
             assert new.value is True and new.confidence > 0.99
         else:
             assert (new.value, new.confidence) == (old.value, old.confidence)
+
+
+def test_agreement_readers_score_as_the_mean_of_their_members():
+    from decision_engine.reader.agreement_reader import AgreementReaders, agreement_reader
+
+    torch.manual_seed(0)
+    heads = agreement_reader(3).eval()
+    assert isinstance(heads, AgreementReaders) and isinstance(agreement_reader(1), AgreementReader)
+    for member in heads.members:
+        torch.nn.init.normal_(member.answer_words.weight)  # fitted-looking members that disagree
+    choices, answers, present = torch.randn(2, 3, 2 * DIM), torch.randn(2, 4, 2 * DIM), torch.ones(2, 4)
+    each = torch.stack([m(choices, answers, present) for m in heads.members])
+    assert not torch.allclose(each[0], each[1])
+    assert torch.allclose(heads(choices, answers, present), each.mean(dim=0))
+    with pytest.raises(ValueError, match="at least one head"):
+        agreement_reader(0)

@@ -167,4 +167,16 @@ def test_agreement_fits_refuse_negative_question_variants(tmp_path, capsys, comm
 
 def test_a_value_agreement_fit_names_a_folder_that_is_no_checkpoint(tmp_path, capsys):
     assert main(["fit-value-agreement", "--model", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
-    assert "no config.json" in one_error_line(capsys)
+    assert "needs config.json" in one_error_line(capsys)
+
+
+def test_a_value_agreement_fit_refuses_no_heads(tmp_path, capsys):
+    assert main(["fit-value-agreement", "--out", str(tmp_path / "out"), "--readers", "0"]) == 2
+    assert "--readers" in one_error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_value_agreement_fit_names_an_unknown_int8_part(tmp_path, capsys):
+    assert main(["fit-value-agreement", "--out", str(tmp_path / "out"), "--int8", "no_such_part", "--groups", "1"]) == 2
+    assert "no_such_part" in one_error_line(capsys)
+    assert not (tmp_path / "out").exists()

@@ -39,3 +39,18 @@ def test_a_checkpoint_keeps_its_int8_parts_through_a_refit(tmp_path):
     again = json.loads((tmp_path / "refitted" / "config.json").read_text())
     assert again[INT8_PARTS] == ["embed"]
     assert (tmp_path / "refitted" / "model.safetensors").stat().st_size < 0.75 * plain_bytes
+
+
+def test_rounding_in_int8_in_place_matches_what_a_saved_checkpoint_loads(tmp_path):
+    from decision_engine.model.int8_storage import round_in_int8
+
+    model = random_model(BlockDiffusionConfig.from_name("tiny"), seed=0)
+    save_checkpoint(model, tmp_path / "packed", "tiny", extra={INT8_PARTS: ["embed"]})
+    loaded, _ = load_checkpoint(tmp_path / "packed")
+    fresh = random_model(BlockDiffusionConfig.from_name("tiny"), seed=0)
+    round_in_int8(fresh, ["embed"])
+    rounded, original, saved = fresh.state_dict(), model.state_dict(), loaded.state_dict()
+    moved = [name for name in original if not torch.equal(rounded[name], original[name])]
+    assert moved and all(name.startswith("embed.") for name in moved)  # only the named part is rounded
+    for name in moved:  # as the stored codes and scales give it back, up to fp16 storage of the rest
+        assert torch.allclose(rounded[name], saved[name], atol=2e-3, rtol=1e-3), name

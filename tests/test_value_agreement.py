@@ -149,3 +149,24 @@ def test_a_values_sides_are_read_as_passages_of_its_document_and_its_derivation_
     embedder = PassageEmbedder()
     vectors = side_vectors(embedder, NOTICE, sides)
     assert torch.equal(vectors, embedder.embed_questions(["7 days during probation and", zero.describe()]))
+
+
+def test_a_checkpoint_keeps_its_value_agreement_heads_and_a_one_head_model_cannot_read_them(tmp_path):
+    from dataclasses import replace
+
+    import pytest
+
+    from decision_engine.model.loader import ModelLoadError, load_checkpoint, random_model, save_checkpoint
+    from decision_engine.model.transformer import BlockDiffusionConfig
+    from decision_engine.reader.agreement_reader import AgreementReaders
+
+    cfg = replace(BlockDiffusionConfig.from_name("tiny"), weighs_values=True, value_agreement_readers=2)
+    model = random_model(cfg, seed=0)
+    assert isinstance(model.value_agreement_reader, AgreementReaders)
+    save_checkpoint(model, tmp_path / "heads", "tiny")
+    loaded, meta = load_checkpoint(tmp_path / "heads")
+    assert meta["config"]["value_agreement_readers"] == 2
+    for name, tensor in model.value_agreement_reader.state_dict().items():
+        assert torch.allclose(loaded.value_agreement_reader.state_dict()[name], tensor, atol=2e-3), name
+    with pytest.raises(ModelLoadError, match="fit-value-agreement"):
+        load_checkpoint(tmp_path / "heads", cfg=replace(cfg, value_agreement_readers=1))

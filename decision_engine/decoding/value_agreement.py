@@ -19,7 +19,7 @@ import torch
 
 from ..grounding.candidates import Candidate
 from ..grounding.mention import Mention
-from ..reader.agreement_reader import DIM, FLOOR, AgreementReader, Decided, weigh_with
+from ..reader.agreement_reader import DIM, FLOOR, AgreementReader, AgreementReaders, Decided, weigh_with
 from ..rules import RuleSet
 from ..types import FixedBy, Question, Value
 from .grounded_space import GroundedSpace
@@ -131,7 +131,7 @@ def surer_answers(item: Decided, answers: Sequence[Decided]) -> list[Decided]:
 
 
 def agreed_values(
-    reader: AgreementReader,
+    reader: AgreementReader | AgreementReaders,
     grounded: Sequence[tuple[int, list[int], Decided]],
     answers: Sequence[Decided],
     spaces: Sequence[object],

@@ -8,7 +8,7 @@ kept in fp16).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -42,3 +42,14 @@ def restored(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         else:
             out[name] = tensor
     return out
+
+
+def round_in_int8(module: torch.nn.Module, parts: Sequence[str]) -> None:
+    """Round the matrices of `module`'s named `parts` as their int8 storage would, in place: the model
+    answers as it will once saved and loaded again."""
+    prefixes = tuple(f"{part}." for part in parts)
+    if not prefixes:
+        return
+    state = {k: v for k, v in module.state_dict().items() if k.startswith(prefixes)}
+    rounded = restored(quantised({k: v.float() for k, v in state.items()}, lambda name: True))
+    module.load_state_dict({k: rounded[k].to(v.dtype) for k, v in state.items()}, strict=False)

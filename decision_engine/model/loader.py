@@ -286,7 +286,10 @@ def _grown_state(
     if cfg.weighs_values:
         from ..training.value_agreement_fit import value_agreement_reader
 
-        _fit_part_state(state, "value_agreement_reader", value_agreement_reader, fresh_values, folder, "fit-value-agreement")
+        heads = cfg.value_agreement_readers
+        _fit_part_state(
+            state, "value_agreement_reader", lambda: value_agreement_reader(heads), fresh_values, folder, "fit-value-agreement"
+        )
     else:  # likewise for the value agreement reader
         for k in [k for k in state if k.startswith("value_agreement_reader.")]:
             del state[k]

@@ -51,6 +51,7 @@ class BlockDiffusionConfig:
     choice_readers: int = 1  # with reads_choices: heads fitted alike from different seeds, averaged
     weighs_agreement: bool = False  # an agreement reader (reader/agreement_reader.py) weighs joint answers again with the surer ones
     weighs_values: bool = False  # a second one weighs joint integer and date answers again (decoding/value_agreement.py)
+    value_agreement_readers: int = 1  # with weighs_values: heads fitted alike on their own draws of groups, averaged
     reads_across: bool = False  # a cross reader (reader/cross_reader.py) weighs in on boolean and enum slots
     cross_rank: int = 8  # with reads_across: the rank of its updates of the base encoder
     summary_from_marker: bool = False  # a question laid out with its own evidence is summed up by its marker's state, not its segment's mean
@@ -280,7 +281,7 @@ class BlockDiffusionModel(nn.Module):
         if cfg.weighs_values:
             from ..training.value_agreement_fit import value_agreement_reader
 
-            self.value_agreement_reader = value_agreement_reader()
+            self.value_agreement_reader = value_agreement_reader(cfg.value_agreement_readers)
         self.cross_reader = None
         if cfg.reads_across:
             from ..reader.cross_reader import CrossReader

@@ -64,6 +64,26 @@ class AgreementReader(nn.Module):
         return (weighed @ surer[..., None]).squeeze(-1)
 
 
+class AgreementReaders(nn.Module):
+    """Agreement readers fitted alike, each on its own draw of training groups, read as one: the mean of
+    their scores."""
+
+    def __init__(self, count: int, words: int = DIM):
+        super().__init__()
+        self.members = nn.ModuleList(AgreementReader(words=words) for _ in range(count))
+
+    def forward(self, choices: torch.Tensor, answers: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """(B, K) the members' mean scores (AgreementReader.forward's inputs)."""
+        return torch.stack([m(choices, answers, present) for m in self.members]).mean(dim=0)
+
+
+def agreement_reader(count: int = 1, words: int = DIM) -> nn.Module:
+    """One agreement reader, or `count` read as one."""
+    if count < 1:
+        raise ValueError("an agreement reader needs at least one head")
+    return AgreementReader(words=words) if count == 1 else AgreementReaders(count, words)
+
+
 def answer_odds(count: int, chosen: int, confidence: float) -> torch.Tensor:
     """(count,) log-probabilities of an answer's choices: its confidence on the chosen one, the rest
     shared evenly by the others."""
@@ -93,13 +113,13 @@ def surer_than(items: Sequence[Decided], index: int) -> list[int]:
     return [j for j, other in enumerate(items) if j != index and other.confidence > items[index].confidence]
 
 
-def weigh_again(reader: AgreementReader, items: Sequence[Decided]) -> list[torch.Tensor | None]:
+def weigh_again(reader: nn.Module, items: Sequence[Decided]) -> list[torch.Tensor | None]:
     """Per answer, its (K,) probabilities weighed with the answers surer than it, or None where none is."""
     return weigh_with(reader, items, [[items[j] for j in surer_than(items, i)] for i in range(len(items))])
 
 
 def weigh_with(
-    reader: AgreementReader, items: Sequence[Decided], surer: Sequence[Sequence[Decided]]
+    reader: nn.Module, items: Sequence[Decided], surer: Sequence[Sequence[Decided]]
 ) -> list[torch.Tensor | None]:
     """Per answer, its (K,) probabilities weighed with the answers `surer` gives it, or None where none is."""
     asked = [i for i in range(len(items)) if surer[i]]

@@ -15,16 +15,17 @@ import torch
 
 from ..decoding.agreement import decided_answers
 from ..decoding.value_agreement import grounded_answers, surer_answers
-from ..reader.agreement_reader import DIM, AgreementReader
-from .agreement_fit import AgreementExample, decided_jointly, fit_reader
+from ..reader.agreement_reader import DIM, AgreementReader, AgreementReaders, agreement_reader
+from .agreement_fit import AgreementExample, agreement_accuracy, decided_jointly, fit_reader
 from .value_choice import reworded_vectors
 
 VALUE_AGREEMENT_SEED = 13_000  # generated groups for the value agreement reader: apart from every other fit's
 
 
-def value_agreement_reader() -> AgreementReader:
-    """An unfitted value agreement reader: a value is read as its context's two sentence vectors."""
-    return AgreementReader(words=2 * DIM)
+def value_agreement_reader(count: int = 1) -> AgreementReader | AgreementReaders:
+    """An unfitted value agreement reader (`count` heads read as one): a value is read as its context's
+    two sentence vectors."""
+    return agreement_reader(count, words=2 * DIM)
 
 
 def value_examples(
@@ -76,34 +77,60 @@ def add_value_agreement_reader(
     log: Callable[[str], None] = print,
     held_out: Sequence[dict] = (),
     question_variants: int = 0,
+    readers: int = 1,
+    int8_parts: Sequence[str] = (),
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value agreement reader fitted on
-    the joint answers the checkpoint (without one) gives `groups` generated training groups; returns the
-    fit's summary, with `held_out` accuracy where labelled lines are given."""
+    the joint answers the checkpoint (without one) gives generated training groups; returns the fit's
+    summary, with `held_out` accuracy where labelled lines are given. With `readers` heads, head k is
+    fitted from seed `seed + k` on its own draw of `groups` groups, and the heads' scores are averaged.
+    `int8_parts` names parts to store in int8 from now on (room under the size cap); the groups are
+    decided with those parts already rounded so, as the model will answer."""
     from ..datasets.linked_groups import generate_groups
     from ..factory import build_engine
-    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
+    from ..model.int8_storage import round_in_int8
+    from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
     from ..models import open_model
 
+    if readers < 1:
+        raise ValueError("--readers must be at least 1")
     started = time.monotonic()
+    saved, meta = checkpoint_config(folder)
+    model, meta = load_checkpoint(
+        folder, cfg=replace(saved, weighs_values=True, value_agreement_readers=readers), fresh_values=True
+    )
+    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
+        raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
+    meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     backend = open_model(folder)
+    round_in_int8(backend.model, meta[INT8_PARTS])
     backend.value_agreement_reader = None  # the answers it weighs are the model's own
     engine = build_engine(model=backend)
-    lines = generate_groups("train", groups, seed=VALUE_AGREEMENT_SEED + seed)
-    examples = value_examples(engine, lines, question_variants, seed)
-    answers = len(examples) // (question_variants + 1)
-    log(
-        f"{len(examples)} examples: {answers} weighed integer and date answers of {groups} groups and their "
-        f"rewordings ({time.monotonic() - started:.0f} s)"
-    )
-    saved, meta = checkpoint_config(folder)
-    model, meta = load_checkpoint(folder, cfg=replace(saved, weighs_values=True), fresh_values=True)
-    torch.manual_seed(seed)
-    reader = model.value_agreement_reader = value_agreement_reader()
+    heads = list(model.value_agreement_reader.members) if readers > 1 else [model.value_agreement_reader]
     checked = value_examples(engine, held_out) if held_out else None
-    fitted = fit_reader(reader, examples, epochs, seed, "value agreement reader", log, checked)
+    fitted: dict = {"heads": []}
+    for k, head in enumerate(heads):
+        lines = generate_groups("train", groups, seed=VALUE_AGREEMENT_SEED + seed + k)
+        examples = value_examples(engine, lines, question_variants, seed + k)
+        answers = len(examples) // (question_variants + 1)
+        log(
+            f"head {k + 1} of {readers}: {len(examples)} examples, {answers} weighed integer and date answers of "
+            f"{groups} groups and their rewordings ({time.monotonic() - started:.0f} s)"
+        )
+        torch.manual_seed(seed + k)
+        fresh = value_agreement_reader()
+        head.load_state_dict(fresh.state_dict())  # drawn from the head's seed, whatever the loader left
+        fitted["heads"].append({
+            **fit_reader(head, examples, epochs, seed + k, "value agreement reader", log, checked),
+            "weighed_answers": answers, "seed": seed + k,
+        })
+    if readers > 1 and checked is not None:
+        fitted["held_out"] = {"answers": len(checked), **agreement_accuracy(model.value_agreement_reader, checked)}
+        log(f"held out, the {readers} heads as one: {fitted['held_out']['accuracy']:.3f} weighed again")
+    elif checked is not None:
+        fitted["held_out"] = fitted["heads"][0]["held_out"]
     minutes = round((time.monotonic() - started) / 60, 2)
-    fitted = {**fitted, "weighed_answers": answers, "groups": groups, "seed": seed, "minutes": minutes}
+    fitted = {**fitted, "readers": readers, "groups": groups, "seed": seed, "minutes": minutes}
     if question_variants:
         fitted["question_variants"] = question_variants
     save_refitted(model, meta, out, folder, "value_agreement_reader", fitted)
