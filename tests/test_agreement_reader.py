@@ -28,6 +28,8 @@ class FakeEmbedder:
     def embed_questions(self, texts):
         return torch.stack([vector(sum(map(ord, t))) for t in texts]) if texts else torch.zeros((0, DIM))
 
+    embed_words = embed_questions
+
 
 def decided(question: int, chosen: int, confidence: float, count: int = 2) -> Decided:
     return Decided(vector(question), torch.stack([vector(1000 + k) for k in range(count)]), chosen, confidence)

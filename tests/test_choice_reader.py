@@ -64,6 +64,8 @@ class FakeEmbedder:
     def embed_questions(self, texts):
         return torch.stack([self._vector(t) for t in texts])
 
+    embed_words = embed_questions
+
 
 class EmbeddingContext(LeadingContext):
     """The leading context with an embedder, as a span pointer's context has."""

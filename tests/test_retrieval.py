@@ -309,3 +309,21 @@ def test_passages_are_embedded_once_and_kept_with_their_document(embedder):
     finally:
         embedder.embed = embed
     assert calls == []
+
+
+def test_choice_words_are_kept_when_the_questions_are_forgotten(embedder):
+    embedder.clear_cache()
+    first = embedder.embed_words(["yes", "no", "partial"])
+    assert torch.allclose(first[0], embedder.embed(["yes"])[0], atol=1e-5)
+    embedder.forget_questions()  # a new group of questions: its choices are words seen before
+    calls = []
+    embed = embedder.embed
+    embedder.embed = lambda texts: calls.append(texts) or embed(texts)
+    try:
+        assert torch.equal(embedder.embed_words(["no", "yes"]), first[[1, 0]])
+        embedder.embed_questions(["Was the deposit returned?"])
+    finally:
+        embedder.embed = embed
+    assert calls == [["Was the deposit returned?"]]  # the question afresh, the words from the cache
+    embedder.clear_cache()
+    assert embedder.embed_words(["yes"]).shape == first[:1].shape

@@ -38,7 +38,7 @@ def decided_answers(
     vectors = embedder.embed_questions([questions[slot].text for slot, _, _ in picked])
     out = []
     for (slot, choices, chosen), vector in zip(picked, vectors):
-        words = embedder.embed_questions([choice_text(c) for c in choices])
+        words = embedder.embed_words([choice_text(c) for c in choices])
         out.append((slot, Decided(vector, words, chosen, float(confidences[slot]))))
     return out
 

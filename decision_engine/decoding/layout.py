@@ -292,7 +292,7 @@ def _bias_choices(
     span_vectors = embedder.embed_spans(document, split_spans(document, SPAN_CHARS))
     questions = embedder.embed_questions([texts[i] for i in asked])
     words = [[choice_text(v) for v in inner[i].values] for i in asked]
-    choices = embedder.embed_questions([w for each in words for w in each]).split([len(each) for each in words])  # one pass
+    choices = embedder.embed_words([w for each in words for w in each]).split([len(each) for each in words])  # one pass
     for i, read in zip(asked, reader.log_probs(questions, span_vectors, choices)):
         _add_choice_read(spaces[i], read)
 

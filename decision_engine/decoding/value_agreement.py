@@ -63,7 +63,7 @@ def side_vectors(embedder, document: str, sides: Sequence[Side]) -> torch.Tensor
     if ranges:
         out[ranges] = embedder.embed_passages(document, [sides[k] for k in ranges])
     if words:
-        out[words] = embedder.embed_questions([sides[k] for k in words])
+        out[words] = embedder.embed_words([sides[k] for k in words])
     return out
 
 

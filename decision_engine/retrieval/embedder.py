@@ -69,6 +69,7 @@ AROUND_TOKENS = (16, 16)  # tokens before and after a mention read together, whi
 MAX_TOKENS = 128  # sentence-transformers uses 256; spans are at most a few hundred characters
 BATCH_SIZE = 16  # texts per encoder call, sorted by length: little padding (64 padded a document's spans by 60%)
 QUESTION_CACHE = 4096  # questions repeat across requests (e.g. the 17 ContractNLI hypotheses)
+WORD_CACHE = 4096  # a choice's words ("yes", "no", an enum's values) and fixed phrases recur across every group
 PASSAGE_CACHE = 8192  # short passages of documents (a mention's sides), about 1.5 KB each
 
 
@@ -100,6 +101,7 @@ class SpanEmbedder:
         self._lock = threading.RLock()
         self._documents: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._questions: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._words: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._mentions: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._passages: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._hits = 0
@@ -137,6 +139,11 @@ class SpanEmbedder:
     def embed_questions(self, questions: list[str]) -> torch.Tensor:
         """(Q, 384) embeddings of questions, remembered across calls."""
         return self._remembered(self._questions, QUESTION_CACHE, questions, questions)
+
+    def embed_words(self, words: list[str]) -> torch.Tensor:
+        """(N, 384) embeddings of choices' words and fixed phrases, remembered across calls and kept when
+        the questions are forgotten: a new group's choices are mostly words seen before."""
+        return self._remembered(self._words, WORD_CACHE, words, words)
 
     def embed_passages(self, document_text: str, ranges: Sequence[tuple[int, int]]) -> torch.Tensor:
         """(N, 384) embeddings of passages of a document given as character ranges, each remembered
@@ -267,7 +274,8 @@ class SpanEmbedder:
             return CacheInfo(self._hits, self._misses, len(self._documents), self.cache_size)
 
     def forget_questions(self) -> None:
-        """Forget the questions' vectors (a new group's questions are embedded afresh); keep the documents'."""
+        """Forget the questions' vectors (a new group's questions are embedded afresh); keep the documents'
+        and the choices' words'."""
         with self._lock:
             self._questions.clear()
 
@@ -275,6 +283,7 @@ class SpanEmbedder:
         with self._lock:
             self._documents.clear()
             self._questions.clear()
+            self._words.clear()
             self._mentions.clear()
             self._passages.clear()
             self._hits = self._misses = 0

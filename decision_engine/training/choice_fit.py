@@ -65,7 +65,7 @@ def choice_examples(
         reworded = reworded_vectors(embedder, [q["text"] for q, _, _ in asked], variants, rng)
         copies = _reworded_spans(embedder, text, variants, rng) if reword_documents else [spans] * variants
         for i, ((_, choices, gold), vector) in enumerate(zip(asked, questions)):
-            read = embedder.embed_questions([choice_text(c) for c in choices])
+            read = embedder.embed_words([choice_text(c) for c in choices])
             out.append(ChoiceExample(vector, spans, read, gold))
             out.extend(ChoiceExample(v, copy, read, gold) for v, copy in zip(reworded[i], copies))
     return out
