@@ -77,7 +77,7 @@ class AgreementReaders(nn.Module):
         return torch.stack([m(choices, answers, present) for m in self.members]).mean(dim=0)
 
 
-def agreement_reader(count: int = 1, words: int = DIM) -> nn.Module:
+def agreement_reader(count: int = 1, words: int = DIM) -> AgreementReader | AgreementReaders:
     """One agreement reader, or `count` read as one."""
     if count < 1:
         raise ValueError("an agreement reader needs at least one head")
@@ -113,13 +113,13 @@ def surer_than(items: Sequence[Decided], index: int) -> list[int]:
     return [j for j, other in enumerate(items) if j != index and other.confidence > items[index].confidence]
 
 
-def weigh_again(reader: nn.Module, items: Sequence[Decided]) -> list[torch.Tensor | None]:
+def weigh_again(reader: AgreementReader | AgreementReaders, items: Sequence[Decided]) -> list[torch.Tensor | None]:
     """Per answer, its (K,) probabilities weighed with the answers surer than it, or None where none is."""
     return weigh_with(reader, items, [[items[j] for j in surer_than(items, i)] for i in range(len(items))])
 
 
 def weigh_with(
-    reader: nn.Module, items: Sequence[Decided], surer: Sequence[Sequence[Decided]]
+    reader: AgreementReader | AgreementReaders, items: Sequence[Decided], surer: Sequence[Sequence[Decided]]
 ) -> list[torch.Tensor | None]:
     """Per answer, its (K,) probabilities weighed with the answers `surer` gives it, or None where none is."""
     asked = [i for i in range(len(items)) if surer[i]]

@@ -101,14 +101,15 @@ def add_value_agreement_reader(
     )
     if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
         raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
-    meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
+    if int8_parts:
+        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     backend = open_model(folder)
-    round_in_int8(backend.model, meta[INT8_PARTS])
+    round_in_int8(backend.model, int8_parts)  # the parts stored so already load rounded
     backend.value_agreement_reader = None  # the answers it weighs are the model's own
     engine = build_engine(model=backend)
     heads = list(model.value_agreement_reader.members) if readers > 1 else [model.value_agreement_reader]
     checked = value_examples(engine, held_out) if held_out else None
-    fitted: dict = {"heads": []}
+    fits = []
     for k, head in enumerate(heads):
         lines = generate_groups("train", groups, seed=VALUE_AGREEMENT_SEED + seed + k)
         examples = value_examples(engine, lines, question_variants, seed + k)
@@ -118,19 +119,15 @@ def add_value_agreement_reader(
             f"{groups} groups and their rewordings ({time.monotonic() - started:.0f} s)"
         )
         torch.manual_seed(seed + k)
-        fresh = value_agreement_reader()
-        head.load_state_dict(fresh.state_dict())  # drawn from the head's seed, whatever the loader left
-        fitted["heads"].append({
-            **fit_reader(head, examples, epochs, seed + k, "value agreement reader", log, checked),
-            "weighed_answers": answers, "seed": seed + k,
-        })
+        head.load_state_dict(value_agreement_reader().state_dict())  # drawn from the head's seed
+        fitted = fit_reader(head, examples, epochs, seed + k, "value agreement reader", log, checked)
+        fits.append({**fitted, "weighed_answers": answers, "seed": seed + k})
+    fitted = fits[0] if readers == 1 else {"heads": fits, "readers": readers}
     if readers > 1 and checked is not None:
         fitted["held_out"] = {"answers": len(checked), **agreement_accuracy(model.value_agreement_reader, checked)}
         log(f"held out, the {readers} heads as one: {fitted['held_out']['accuracy']:.3f} weighed again")
-    elif checked is not None:
-        fitted["held_out"] = fitted["heads"][0]["held_out"]
     minutes = round((time.monotonic() - started) / 60, 2)
-    fitted = {**fitted, "readers": readers, "groups": groups, "seed": seed, "minutes": minutes}
+    fitted = {**fitted, "groups": groups, "seed": seed, "minutes": minutes}
     if question_variants:
         fitted["question_variants"] = question_variants
     save_refitted(model, meta, out, folder, "value_agreement_reader", fitted)
