@@ -337,7 +337,7 @@ def _fit_siblings(args: argparse.Namespace) -> int:
 def _fit_choices(args: argparse.Namespace) -> int:
     from .training.choice_fit import add_choice_reader
 
-    int8 = [part for part in (args.int8 or "").split(",") if part]
+    int8 = _int8_parts(args)
     if args.readers < 1:
         print("error: --readers must be at least 1", file=sys.stderr)
         return EXIT_INVALID
@@ -364,7 +364,7 @@ def _fit_value_agreement(args: argparse.Namespace) -> int:
     if args.readers < 1:
         print("error: --readers must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    int8 = [part for part in (args.int8 or "").split(",") if part]
+    int8 = _int8_parts(args)
     return _fit_part(args, functools.partial(
         add_value_agreement_reader, question_variants=args.question_variants, readers=args.readers, int8_parts=int8
     ))
@@ -377,6 +377,11 @@ def _fit_cross(args: argparse.Namespace) -> int:
         print("error: --rank must be at least 1", file=sys.stderr)
         return EXIT_INVALID
     return _fit_part(args, functools.partial(add_cross_reader, rank=args.rank))
+
+
+def _int8_parts(args: argparse.Namespace) -> list[str]:
+    """The parts `--int8` names (comma-separated), none where it is not given."""
+    return [part for part in (args.int8 or "").split(",") if part]
 
 
 def _fit_part(args: argparse.Namespace, fit) -> int:
@@ -446,7 +451,7 @@ def _fit_verdict(args: argparse.Namespace) -> int:
         return EXIT_INVALID
 
     def fit(engine, folder, out, contractnli, log):
-        int8 = [part for part in (args.int8 or "").split(",") if part]
+        int8 = _int8_parts(args)
         return add_verdict_reader(
             engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8
         )
@@ -546,6 +551,12 @@ def _add_fit_arguments(parser: argparse.ArgumentParser, model_help: str, part: s
     parser.add_argument("--seed", type=int, default=0)
 
 
+def _add_int8_argument(parser: argparse.ArgumentParser, example: str) -> None:
+    parser.add_argument(
+        "--int8", help=f'comma-separated parts of the checkpoint to store in int8 from now on, e.g. "{example}"'
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .training.config import PRESETS as TRAIN_PRESETS
 
@@ -609,9 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fit-choices", help="fit a choice reader (boolean and enum slots read from the document's sentence vectors) onto a checkpoint"
     )
     _add_fit_arguments(choosing, 'checkpoint folder, or "bundled" (default)', "its choice reader", 20, "boolean and enum questions")
-    choosing.add_argument(
-        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "comparison_chooser"'
-    )
+    _add_int8_argument(choosing, "comparison_chooser")
     choosing.add_argument(
         "--readers", type=int, default=3,
         help="heads fitted alike from seeds S, S+1, ..., their log-probabilities averaged (default 3, as bundled)",
@@ -656,9 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--readers", type=int, default=1,
         help="heads, head k fitted from seed S+k on its own draw of --groups groups, their scores averaged (default 1)",
     )
-    valuing.add_argument(
-        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "value_chooser"'
-    )
+    _add_int8_argument(valuing, "value_chooser")
     valuing.set_defaults(func=_fit_value_agreement, groups=1600)
 
     crossing = sub.add_parser(
@@ -699,9 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     verdicts.add_argument(
         "--wide", action="store_true", help="update the attention output and feed-forward projections too (about 1.3 MB at rank 16)"
     )
-    verdicts.add_argument(
-        "--int8", help='comma-separated parts of the checkpoint to store in int8 from now on, e.g. "comparison_chooser"'
-    )
+    _add_int8_argument(verdicts, "comparison_chooser")
     verdicts.set_defaults(func=_fit_verdict)
 
     calibrate = sub.add_parser("calibrate", help="fit a checkpoint's confidence calibration on training material")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -141,6 +142,16 @@ def random_model(cfg: BlockDiffusionConfig, seed: int = 0) -> BlockDiffusionMode
 # config.json's list of parts (such as "comparison_chooser") whose matrices are stored in int8 with a
 # scale per row (model/int8_storage.py): every later save of the checkpoint keeps them so.
 INT8_PARTS = "stored_in_int8"
+
+
+def store_in_int8(model: BlockDiffusionModel, meta: dict, folder: Path, parts: Sequence[str]) -> None:
+    """Record `parts` of `model` in `meta` as stored in int8 from now on; a clear error where `model`,
+    loaded from `folder`, has no such part."""
+    state = model.state_dict()
+    if unknown := [p for p in parts if not any(k.startswith(f"{p}.") for k in state)]:
+        raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
+    if parts:
+        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(parts))
 
 
 def save_checkpoint(

@@ -166,14 +166,13 @@ def add_choice_reader(
     document's spans with words left out too (`choice_examples`)."""
     from dataclasses import replace
 
-    from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     saved, meta = checkpoint_config(folder)
     if readers < 1:
         raise ValueError("--readers must be at least 1")
     model, meta = load_checkpoint(folder, cfg=replace(saved, reads_choices=True, choice_readers=readers), fresh_choices=True)
-    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
-        raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
+    store_in_int8(model, meta, folder, int8_parts)
     torch.manual_seed(seed)
     model.choice_reader = choice_reader(readers)  # drawn from the seed, whatever the loader left
     fitted = fit_on_generated(
@@ -188,7 +187,5 @@ def add_choice_reader(
         fitted = {**fitted, "question_variants": question_variants}
     if reword_documents:
         fitted = {**fitted, "reword_documents": True}
-    if int8_parts:
-        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "choice_reader", fitted)
     return fitted

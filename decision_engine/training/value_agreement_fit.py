@@ -89,7 +89,7 @@ def add_value_agreement_reader(
     from ..datasets.linked_groups import generate_groups
     from ..factory import build_engine
     from ..model.int8_storage import round_in_int8
-    from ..model.loader import INT8_PARTS, ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted, store_in_int8
     from ..models import open_model
 
     if readers < 1:
@@ -99,10 +99,7 @@ def add_value_agreement_reader(
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, weighs_values=True, value_agreement_readers=readers), fresh_values=True
     )
-    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
-        raise ModelLoadError(f"--int8: {folder} has no part {unknown[0]!r}")
-    if int8_parts:
-        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
+    store_in_int8(model, meta, folder, int8_parts)
     backend = open_model(folder)
     round_in_int8(backend.model, int8_parts)  # the parts stored so already load rounded
     backend.value_agreement_reader = None  # the answers it weighs are the model's own

@@ -150,7 +150,7 @@ def add_verdict_reader(
     fit's record, with the reader's accuracy on the held-out documents. A `wide` reader updates the
     attention output and feed-forward projections too; `int8_parts` names parts of the checkpoint to
     store in int8 from now on (room for it under the size cap)."""
-    from ..model.loader import INT8_PARTS, checkpoint_config, load_checkpoint, save_refitted
+    from ..model.loader import checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     if not hasattr(engine.context, "strengths"):
         raise ValueError(f"{folder} has no span pointer: the verdict reader reads the evidence it reports")
@@ -166,8 +166,7 @@ def add_verdict_reader(
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
-    if unknown := [p for p in int8_parts if not any(k.startswith(f"{p}.") for k in model.state_dict())]:
-        raise ValueError(f"--int8: {folder} has no part {unknown[0]!r}")
+    store_in_int8(model, meta, folder, int8_parts)
     losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
     record = {
         "hypotheses": len(train), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
@@ -176,7 +175,5 @@ def add_verdict_reader(
         "minutes": round((time.monotonic() - started) / 60, 2),
     }
     log(f"verdict reader: held-out accuracy {record['held_out_accuracy']:.3f} on {len(held_out)} hypotheses")
-    if int8_parts:
-        meta[INT8_PARTS] = sorted(set(meta.get(INT8_PARTS, [])) | set(int8_parts))
     save_refitted(model, meta, out, folder, "verdict_reader", record)
     return record
