@@ -317,9 +317,13 @@ def _fit_reworded(args: argparse.Namespace, fit, **options) -> int:
 
 
 def _fit_chooser(args: argparse.Namespace) -> int:
+    if args.new_operations:
+        from .training.operation_fit import add_operations
+
+        return _fit_reworded(args, add_operations, int8_parts=_int8_parts(args))
     from .training.value_choice import add_value_chooser
 
-    return _fit_reworded(args, add_value_chooser, cue=args.cue)
+    return _fit_reworded(args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args))
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -590,6 +594,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the words read as what a mention is: the eight tokens before it, sixteen on each side, or both "
         "(default: two choosers, one per cue, their probabilities averaged)",
     )
+    chooser.add_argument(
+        "--new-operations", action="store_true",
+        help="keep the checkpoint's value choosers and fit only the forms of operations added since they were "
+        "fitted (such as count_at_least); every other weight is held, so answers change only where such a "
+        "candidate is on offer",
+    )
+    _add_int8_argument(chooser, "value_chooser")
     chooser.set_defaults(func=_fit_chooser)
 
     siblings = sub.add_parser(

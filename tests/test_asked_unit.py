@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decision_engine.grounding.asked_unit import asked_unit, cannot_count_in
+from decision_engine.grounding.asked_unit import asked_unit, asks_for_percentage, cannot_count_in
 from decision_engine.grounding.candidates import integer_candidates
 from decision_engine.grounding.mentions import find_mentions
 
@@ -61,3 +61,32 @@ def test_a_count_of_days_may_be_the_days_between_two_dates():
 
 def test_without_a_unit_nothing_is_ruled_out():
     assert not any(_ruled_out(None).values())
+
+
+def test_a_count_of_listed_percentages_is_no_count_of_days():
+    mentions = find_mentions("Threshold 25%.\nA 30%; B 12%; C 41%.\nNotice of 30 days was given.")
+    candidates = integer_candidates(mentions, 0, 100, derivations=3)
+    counts = [c.operation == "count_at_least" for c in candidates]
+    assert any(counts)
+    for unit, expected in (("days", True), (None, False)):
+        excluded = cannot_count_in(candidates, mentions, unit)
+        assert all(x is expected for x, is_count in zip(excluded, counts) if is_count)
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("What ownership percentage makes a person a beneficial owner?", True),
+    ("Which shareholding threshold, in percent, applies to this customer?", True),
+    ("What is the late-payment interest rate per cent?", True),
+    ("How many owners hold 10 per cent or more?", False),  # a count, whatever it names
+    ("How many beneficial owners must be identified?", False),
+    ("What is the percent_of step?", False),  # not the word
+])
+def test_a_question_asks_for_a_percentage(question, asks):
+    assert asks_for_percentage(question) is asks
+
+
+def test_a_question_asking_for_a_percentage_is_never_answered_by_a_count():
+    mentions = find_mentions("Threshold 25%.\nA 30%; B 12%; C 41%.")
+    candidates = integer_candidates(mentions, 0, 100, derivations=3)
+    excluded = cannot_count_in(candidates, mentions, None, percentage=True)
+    assert [x for x in excluded] == [c.operation == "count_at_least" for c in candidates] and any(excluded)

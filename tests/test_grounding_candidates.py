@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decision_engine.grounding.candidates import (
+    MAX_COUNTED,
+    percent_lists,
     MAX_CANDIDATES,
     Candidate,
     covers,
@@ -191,11 +193,15 @@ _MENTION = st.one_of(
 def test_integer_candidates_are_well_formed(mentions, low, span):
     candidates = integer_candidates(mentions, low, low + span)
     assert len(candidates) <= MAX_CANDIDATES
-    assert len({c.value for c in candidates}) == len(candidates)
+    # one derivation of each value, and a count of it apart
+    assert len({(c.value, c.operation == "count_at_least") for c in candidates}) == len(candidates)
     for c in candidates:
         assert low <= c.value <= low + span and isinstance(c.value, int)
         if c.operation == "copy":
             assert c.value == mentions[c.operands[0]].value
+        if c.operation == "count_at_least":
+            threshold, first, last = (mentions[i] for i in c.operands)
+            assert threshold.unit == first.unit == last.unit == "percent" and 0 <= c.value <= MAX_COUNTED
     assert candidates == integer_candidates(list(mentions), low, low + span)
 
 
@@ -257,3 +263,40 @@ def test_a_grounded_slot_offers_each_value_once_summing_its_derivations():
     assert torch.isclose(merged[k], torch.logsumexp(logits[ways], dim=0))
     assert torch.isclose(merged.softmax(-1).sum(), torch.tensor(1.0))
     assert torch.isclose(merged.softmax(-1)[k], logits.softmax(-1)[ways].sum())
+
+
+REGISTER = (
+    "Owners of 25% or more are beneficial owners; for high-risk customers the threshold is 10%.\n"
+    "Register: A 6,000 shares (60%); B 1,800 shares (18%); C 900 shares (9%); others under 2% each.\n"
+)
+
+
+def test_a_list_of_percentages_runs_along_its_line_through_other_values():
+    mentions = find_mentions(REGISTER)
+    percents = [m.value for m in mentions if m.unit == "percent"]
+    assert percents == [25, 10, 60, 18, 9, 2]
+    runs = [tuple(mentions[i].value for i in run) for run in percent_lists(mentions)]
+    assert (60, 18, 9) in runs and (60, 18, 9, 2) in runs and (25, 10) in runs
+    assert not any(25 in run and 60 in run for run in runs)  # not across lines
+
+
+def test_counts_of_listed_percentages_at_or_above_a_threshold_match_hand_counts():
+    mentions = find_mentions(REGISTER)
+    counts = {c.describe(): c.value for c in integer_candidates(mentions, 0, 10, derivations=50)
+              if c.operation == "count_at_least"}
+    assert counts["how many of the percentages 60% to 9% are at least 25%"] == 1
+    assert counts["how many of the percentages 60% to 9% are at least 10%"] == 2
+    assert counts["how many of the percentages 60% to 2% are at least 10%"] == 2
+    assert counts["how many of the percentages 18% to 2% are at least 60%"] == 0
+    assert not any(key.endswith("at least 60%") and "60% to" in key for key in counts)  # never its own item
+    assert not [c for c in integer_candidates(mentions, 0, 10, counts=False) if c.operation == "count_at_least"]
+    level = find_mentions("Threshold: 18%.\nA 18%; B 5%; C 30%.")
+    counted = [c for c in integer_candidates(level, 0, 10) if c.operation == "count_at_least"]
+    assert [(c.describe(), c.value) for c in counted][:1] == [("how many of the percentages 18% to 5% are at least 18%", 1)]
+
+
+def test_a_count_keeps_its_own_derivations_beside_other_ways_to_its_value():
+    mentions = find_mentions(REGISTER)
+    candidates = integer_candidates(mentions, 0, 10)  # one derivation of each value
+    twos = [c.operation for c in candidates if c.value == 2]
+    assert twos.count("count_at_least") == 1 and len(twos) == 2  # "2%" copied, and a count

@@ -1,6 +1,7 @@
 """The duration unit an integer question counts in ("How many months ...?"), and the candidates that
 cannot count in it: a question asking for months is never answered by copying "2 years" or a bare
-"two", nor by the days between two dates."""
+"two", nor by the days between two dates; and whether it asks for a percentage, which no count of
+listed items answers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from .candidates import Candidate
 from .mention import DURATION_UNITS, Mention
 
+_PERCENT_WORD = re.compile(r"\bper\s?cent(?:age)?s?\b", re.I)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.I)
 _UNIT_WORD = re.compile(r"\b(?:(which|what)\s+(?:\w+\s+)?)?(minute|hour|day|week|month|year)s?\b", re.I)
 
 
@@ -25,12 +28,21 @@ def asked_unit(question: str) -> str | None:
     return units.pop() if len(units) == 1 and units <= set(DURATION_UNITS) else None
 
 
-def cannot_count_in(candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None) -> list[bool]:
+def asks_for_percentage(question: str) -> bool:
+    """Whether the question asks for a percentage ("What percentage ...?", "which threshold, in
+    percent, ..."): it names percent and does not ask how many ("How many owners hold 10 per cent?")."""
+    return bool(_PERCENT_WORD.search(question)) and not _HOW_MANY.search(question)
+
+
+def cannot_count_in(
+    candidates: Sequence[Candidate], mentions: Sequence[Mention], unit: str | None, percentage: bool = False
+) -> list[bool]:
     """Per candidate, whether it cannot be a count of `unit`: a copy of anything but a duration in that
-    unit, days between two dates where the unit is not days, or a step over a duration of another
-    unit. Always False without a unit."""
+    unit, days between two dates where the unit is not days, a count of listed percentages, or a step
+    over a duration of another unit. Without a unit, only where the question asks for a `percentage`
+    (`asks_for_percentage`), a count of listed percentages; otherwise nothing."""
     if unit is None:
-        return [False] * len(candidates)
+        return [percentage and c.operation == "count_at_least" for c in candidates]
     assert unit in DURATION_UNITS, unit
 
     def other(j: int) -> bool:
@@ -43,6 +55,8 @@ def cannot_count_in(candidates: Sequence[Candidate], mentions: Sequence[Mention]
             out.append(not (m.kind == "duration" and m.unit == unit))
         elif c.operation == "days_between":
             out.append(unit != "days")
+        elif c.operation == "count_at_least":
+            out.append(True)
         else:
             out.append(any(other(j) for j in c.operands))
     return out

@@ -12,7 +12,11 @@ the same unit (30 days + 15 days, never 30 days + 2 weeks or 10 business days). 
 `PAIR_POOL` distinct values of each kind, sums of three and four over the first `SUM_POOL`; a list's
 items add up wherever it stands: every run of two to four amounts of one kind written one after the
 other on one line (`list_runs`) is summed too.
-Percentages are copied and serve as the p of "p percent of" a number, never as an amount.
+Percentages are copied and serve as the p of "p percent of" a number, never as an amount. A written
+list of percentages (a share register: "A 30%; B 12%; C 41%") is also counted against each other
+percentage of the document as a threshold: how many of its items are at or above it
+(`percent_lists`); a count keeps its own `derivations`, apart from the other ways to its value, or
+the small numbers that many steps reach would hide every count.
 An integer slot whose bounds allow it may also answer 0 from no mention at all ("zero": nothing owed,
 nothing short, nothing found), which no step over written values reaches.
 """
@@ -27,11 +31,15 @@ from itertools import combinations
 from .date_math import shift
 from .mention import Mention
 
-OPERATIONS = ("copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of", "zero")
+OPERATIONS = (
+    "copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of", "zero", "count_at_least",
+)
+COUNT = OPERATIONS.index("count_at_least")  # value choosers fitted before counts know the operations before it
 MAX_CANDIDATES = 256  # keeps a slot's table of choices small
 PAIR_POOL = 24  # distinct values per operand role in two-operand steps (276 pairs at most)
 SUM_POOL = 8  # sums of three and four amounts over the first 8 distinct ones (56 + 70 sums)
 MAX_RUN = 4  # the most items of a written list that are summed (a sum's operands)
+MAX_COUNTED = 6  # the most items of a written list of percentages that one count reads
 DERIVATIONS = 3  # the ways to reach one value a grounded slot weighs (the chooser sums them)
 
 _RANK = {operation: rank for rank, operation in enumerate(OPERATIONS)}
@@ -61,6 +69,8 @@ class Candidate:
             return f"days from {terms[0]} to {terms[1]}"
         if self.operation == "percent_of":
             return f"{terms[0]} of {terms[1]}"
+        if self.operation == "count_at_least":
+            return f"how many of the percentages {terms[1]} to {terms[2]} are at least {terms[0]}"
         return " + ".join(terms)
 
 
@@ -71,9 +81,11 @@ def integer_candidates(
     limit: int = MAX_CANDIDATES,
     zero: bool = True,
     derivations: int = 1,
+    counts: bool = True,
 ) -> list[Candidate]:
     """Copies of numbers and duration counts, then 0 (with `zero`), days between dates, a + b,
-    a - b, sums, p% of a; each value reached at most `derivations` ways."""
+    a - b, sums, p% of a, and (with `counts`) the items of a list of percentages at or above a
+    threshold; each value reached at most `derivations` ways."""
     copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
     if zero:
         copies.append(_step("zero", 0))  # after the copies: a "0" written in the text keeps its mention
@@ -103,6 +115,8 @@ def integer_candidates(
             # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
             value = (2 * mentions[p].value * mentions[a].value + 100) // 200
             steps.append(_step("percent_of", value, p, a))
+    if counts:
+        steps.extend(_counts(mentions, percents))
     return _finish(mentions, copies, steps, _within(minimum, maximum), limit, derivations)
 
 
@@ -147,7 +161,7 @@ def measure(candidate: Candidate, mentions: Sequence[Mention]) -> str:
         return "date"
     if candidate.operation == "days_between":
         return "days"
-    if candidate.operation in ("percent_of", "zero") or not candidate.operands:
+    if candidate.operation in ("percent_of", "zero", "count_at_least") or not candidate.operands:
         return "number"
     return amount_group(mentions[candidate.operands[0]]) or "percent"
 
@@ -173,6 +187,35 @@ def list_runs(mentions: Sequence[Mention]) -> list[tuple[int, ...]]:
             run.append(k)
             runs.append(tuple(run))
     return runs
+
+
+def percent_lists(mentions: Sequence[Mention]) -> list[tuple[int, ...]]:
+    """Every run of 2 to `MAX_COUNTED` percentages written one after the other on one line (mention
+    indices, in text order); other values between them do not break a run ("6,000 shares (60%)")."""
+    runs = []
+    for first, head in enumerate(mentions):
+        if head.unit != "percent":
+            continue
+        run = [first]
+        for k in range(first + 1, len(mentions)):
+            if mentions[k].line != head.line or len(run) == MAX_COUNTED:
+                break
+            if mentions[k].unit == "percent":
+                run.append(k)
+                runs.append(tuple(run))
+    return runs
+
+
+def _counts(mentions: Sequence[Mention], thresholds: Sequence[int]) -> list[_Step]:
+    """Per list of percentages and threshold percentage outside it, how many items are at or above it;
+    operands: the threshold, the list's first item and its last."""
+    steps = []
+    for run in percent_lists(mentions):
+        for t in thresholds:
+            if t not in run:
+                value = sum(mentions[k].value >= mentions[t].value for k in run)
+                steps.append(_step("count_at_least", value, t, run[0], run[-1]))
+    return steps
 
 
 def covers(candidates: Iterable[Candidate], value: int | dt.date) -> bool:
@@ -237,15 +280,16 @@ def _finish(
     derivations: int = 1,
 ) -> list[Candidate]:
     """Copies, then steps in their fixed order; in bounds, the first `derivations` derivations of a
-    value, capped; only the kept ones are written out as candidates."""
+    value (and as many counts of it), capped; only the kept ones are written out as candidates."""
     steps.sort(key=lambda c: (max(c[2]), _RANK[c[1]], c[2]))
     kept: list[_Step] = []
     seen: dict = {}
     for step in copies + steps:
         if len(kept) >= limit:
             break
-        if seen.get(step[0], 0) < derivations and allowed(step[0]):
-            seen[step[0]] = seen.get(step[0], 0) + 1
+        way = (step[0], step[1] == "count_at_least")
+        if seen.get(way, 0) < derivations and allowed(step[0]):
+            seen[way] = seen.get(way, 0) + 1
             kept.append(step)
     terms: dict[int, str] = {}
     for _, _, operands in kept:

@@ -18,12 +18,12 @@ from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
-from .asked_unit import asked_unit, cannot_count_in
+from .asked_unit import asked_unit, asks_for_percentage, cannot_count_in
 from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
 from .siblings import AnswerMass, group_sibling_features, sibling_features, slots_answer_mass
-from .slot_candidates import candidate_text, is_grounded, merge_derivations, slot_candidates
+from .slot_candidates import candidate_text, is_grounded, merge_derivations, offers_counts, slot_candidates
 
 
 DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
@@ -193,7 +193,7 @@ class Grounder:
         with self._lock:
             found = read.by_schema.get(key)
         if found is None:
-            candidates = slot_candidates(schema, read.mentions)
+            candidates = slot_candidates(schema, read.mentions, offers_counts(self.chooser))
             table = CandidateTable.of(candidates, read.mentions) if candidates else None
             found = (candidates, table)
             with self._lock:
@@ -203,10 +203,11 @@ class Grounder:
 
 def _ruled_out(question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor | None:
     """(K,) True on an integer slot's candidates that cannot count in the unit its question asks for
-    (`asked_unit`); None for other slots and where nothing is ruled out."""
+    (`asked_unit`), or answer a question asking for a percentage; None for other slots and where
+    nothing is ruled out."""
     if question.schema.type != "integer":
         return None
-    out = cannot_count_in(candidates, mentions, asked_unit(question.text))
+    out = cannot_count_in(candidates, mentions, asked_unit(question.text), asks_for_percentage(question.text))
     return torch.tensor(out, dtype=torch.bool) if any(out) else None
 
 

@@ -274,7 +274,7 @@ def _grown_state(
         # Until one is fitted, the evidence pointer is the layout pointer: evidence is ordered as laid out.
         state.update({f"evidence_pointer.{k[len('span_pointer.'):]}": v.clone() for k, v in state.items() if k.startswith("span_pointer.")})
     if cfg.chooses_values:
-        _fit_chooser_state(state, cfg.value_choosers, fresh_chooser, folder)
+        _fit_chooser_state(state, cfg.value_choosers, fresh_chooser, folder, cfg.chooser_operations)
     if cfg.compares_values:
         _fit_comparer_state(state, cfg.comparer_sides, fresh_comparer, folder)
     else:  # a config grown without the comparison chooser leaves a saved one out
@@ -312,12 +312,15 @@ def _grown_state(
     return state
 
 
-def _fit_chooser_state(state: dict[str, torch.Tensor], count: int, fresh: bool, folder: Path | None) -> None:
-    """An untrained value chooser (`count` of them as one ensemble) in `state` where it has none (or
-    `fresh` asks for one); a clear error where its saved chooser has another layout than this version's."""
+def _fit_chooser_state(
+    state: dict[str, torch.Tensor], count: int, fresh: bool, folder: Path | None, operations: int
+) -> None:
+    """An untrained value chooser (`count` of them as one ensemble, with forms for `operations`
+    operations) in `state` where it has none (or `fresh` asks for one); a clear error where its saved
+    chooser has another layout than this version's."""
     from ..reader.chooser_ensemble import value_chooser
 
-    _fit_part_state(state, "value_chooser", lambda: value_chooser(count), fresh, folder, "fit-chooser")
+    _fit_part_state(state, "value_chooser", lambda: value_chooser(count, operations), fresh, folder, "fit-chooser")
 
 
 def _fit_comparer_state(state: dict[str, torch.Tensor], sides: int, fresh: bool, folder: Path | None) -> None:

@@ -15,9 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..grounding.candidates import COUNT as BEFORE_COUNTS
+from ..grounding.candidates import OPERATIONS
 from ..kernels.block_attention import block_attention_fused, block_attention_triton, pack_prefix
 from ..kernels.dispatch import use_triton
 from .segments import SegmentLayout
+
+OPERATION_COUNT = len(OPERATIONS)
 
 
 @dataclass
@@ -39,6 +43,9 @@ class BlockDiffusionConfig:
     segments_read_alone: bool = False  # with per-question evidence, each question's prefix tokens attend only to their own
     chooses_values: bool = False  # a value chooser (reader/value_chooser.py) grounds integer and date slots in mentions
     value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
+    # with chooses_values: the operations (the first of grounding.candidates.OPERATIONS) its choosers have
+    # forms for, and so offer; checkpoints saved before counts have no entry and know the 9 before them
+    chooser_operations: int = OPERATION_COUNT
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
     # with compares_values: its false and true stand on their own odds; the readers weigh in only where
@@ -68,6 +75,7 @@ class BlockDiffusionConfig:
         """The config a checkpoint's config.json records; retired knobs at their old default are dropped,
         while one that was on is a ValueError (this model would read the checkpoint differently)."""
         kept = dict(data)
+        kept.setdefault("chooser_operations", BEFORE_COUNTS)
         for key, default in RETIRED.items():
             if kept.pop(key, default) != default:
                 raise ValueError(f"trained with {key}={data[key]!r}, a knob since retired (see experiments/README.md)")
@@ -254,7 +262,7 @@ class BlockDiffusionModel(nn.Module):
         if cfg.chooses_values:
             from ..reader.chooser_ensemble import value_chooser
 
-            self.value_chooser = value_chooser(cfg.value_choosers)
+            self.value_chooser = value_chooser(cfg.value_choosers, cfg.chooser_operations)
         self.comparison_chooser = None
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser

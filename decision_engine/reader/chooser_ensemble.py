@@ -13,17 +13,19 @@ import math
 import torch
 from torch import nn
 
-from .value_chooser import ValueChooser
+from ..grounding.candidates import OPERATIONS
+from .value_chooser import ValueChooser, with_operations
 
 
 class ChooserEnsemble(nn.Module):
     """Value choosers whose probabilities are averaged; member i reads the cue around a mention when i is odd."""
 
-    def __init__(self, count: int = 2):
+    def __init__(self, count: int = 2, operations: int = len(OPERATIONS)):
         super().__init__()
         if count < 2:
             raise ValueError(f"an ensemble needs at least two choosers, not {count}")
-        self.members = nn.ModuleList(ValueChooser(around=bool(i % 2)) for i in range(count))
+        self.members = nn.ModuleList(ValueChooser(around=bool(i % 2), operations=operations) for i in range(count))
+        self.operations = operations
 
     def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, K + 1) the log of the members' mean probabilities; `ValueChooser.forward`'s inputs.
@@ -34,9 +36,24 @@ class ChooserEnsemble(nn.Module):
         return mean.masked_fill(~open_, float("-inf"))
 
 
-def value_chooser(count: int = 1) -> nn.Module:
-    """The value chooser a model with `count` of them holds: one `ValueChooser`, or an ensemble."""
-    return ValueChooser() if count == 1 else ChooserEnsemble(count)
+def value_chooser(count: int = 1, operations: int = len(OPERATIONS)) -> nn.Module:
+    """The value chooser a model with `count` of them holds: one `ValueChooser`, or an ensemble; with
+    forms for the first `operations` of OPERATIONS."""
+    return ValueChooser(operations=operations) if count == 1 else ChooserEnsemble(count, operations)
+
+
+def chooser_state_with_operations(state: dict[str, torch.Tensor], operations: int) -> dict[str, torch.Tensor]:
+    """A value chooser's state (one chooser's or an ensemble's, keys relative to it) with forms for
+    `operations` operations (`value_chooser.with_operations`, member by member)."""
+    members = sorted({k.split(".")[1] for k in state if k.startswith("members.")}, key=int)
+    if not members:
+        return with_operations(state, operations)
+    out = {}
+    for m in members:
+        prefix = f"members.{m}."
+        grown = with_operations({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}, operations)
+        out.update({prefix + k: v for k, v in grown.items()})
+    return out
 
 
 def chooser_count(cue: str) -> int:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..grounding.candidates import DERIVATIONS, Candidate, date_candidates, integer_candidates, measure
+from ..grounding.candidates import COUNT, DERIVATIONS, Candidate, date_candidates, integer_candidates, measure
 from ..grounding.mention import Mention
-from .chooser_ensemble import first_chooser, value_chooser
+from .chooser_ensemble import chooser_state_with_operations, first_chooser, value_chooser
 from .value_chooser import DIM, CandidateTable
 
 SIDE_CANDIDATES = 128  # integer candidates and date candidates a comparison may take each side from
@@ -39,7 +39,7 @@ def comparison_candidates(mentions: Sequence[Mention]) -> list[Candidate]:
     """The values either side of a comparison may take: integer candidates, then date candidates, each
     value reached by up to `DERIVATIONS` ways (a side's probability of a value is theirs summed)."""
     return [
-        *integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False, derivations=DERIVATIONS),
+        *integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False, derivations=DERIVATIONS, counts=False),
         *date_candidates(mentions, limit=SIDE_CANDIDATES, derivations=DERIVATIONS),
     ]
 
@@ -85,8 +85,10 @@ class ComparisonChooser(nn.Module):
     def __init__(self, dim: int = DIM, sides: int = 1, answers_alone: bool = False):
         super().__init__()
         self.answers_alone = answers_alone  # its false and true are not weighed with a reader's (see the config)
-        self.left = value_chooser(sides)  # each side as many value choosers as the model's (`sides`)
-        self.right = value_chooser(sides)
+        # each side as many value choosers as the model's (`sides`), with forms for the operations
+        # `comparison_candidates` offers (no counts)
+        self.left = value_chooser(sides, COUNT)
+        self.right = value_chooser(sides, COUNT)
         self.strict = nn.Linear(dim, 1)  # whether the question reads "<" rather than "<="
         self.gate = nn.Linear(dim, 1)  # whether the question is a comparison at all
         self.prior = nn.Linear(dim, 1)  # training only: how often the question is true whatever the document
@@ -96,6 +98,7 @@ class ComparisonChooser(nn.Module):
         about (where the sides are single choosers and it is an ensemble, as its first member, which
         reads the cue before a mention)."""
         state = (chooser if type(chooser) is type(self.left) else first_chooser(chooser)).state_dict()
+        state = chooser_state_with_operations(state, COUNT)
         self.left.load_state_dict(state)
         self.right.load_state_dict(state)
 

@@ -173,23 +173,27 @@ class CandidateTable:
 class ValueChooser(nn.Module):
     """Logits over each question's candidates, and a last column for writing the digits instead."""
 
-    def __init__(self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT, around: bool = False):
+    def __init__(
+        self, dim: int = DIM, rank: int = RANK, dropout: float = DROPOUT, around: bool = False,
+        operations: int = len(OPERATIONS),
+    ):
         super().__init__()
         self.dim, self.rank = dim, rank
-        roles = len(OPERATIONS) * ROLES
+        self.operations = operations  # it has forms for the first `operations` of OPERATIONS (see `candidates.COUNT`)
+        roles = operations * ROLES
         # Which cue it reads (`cue_view`), saved with its weights: 1 around the mention, 0 before it.
         self.register_buffer("around_cue", torch.tensor(float(around)))
         self.query = nn.Linear(dim, roles * rank)  # per operation and operand role
         self.key = nn.Linear(READ_FEATURES, ROLES * rank)
         self.similarity = nn.Linear(2, ROLES)  # per role, a weight on the cosine of question and mention, and of question and cue
-        self.operation = nn.Linear(dim, len(OPERATIONS))
+        self.operation = nn.Linear(dim, operations)
         self.question_code = nn.Linear(dim, QUESTION_CODE)
         self.layout = nn.Sequential(  # a candidate's operand layout, read with its operation and question
-            nn.Linear(CANDIDATE_FEATURES + QUESTION_CODE + len(OPERATIONS), 32), nn.GELU(), nn.Linear(32, 1)
+            nn.Linear(CANDIDATE_FEATURES + QUESTION_CODE + operations, 32), nn.GELU(), nn.Linear(32, 1)
         )
         self.write = nn.Linear(dim, 1)
         # per operation, the weight of SIBLING_FEATURES: zero until fitted, so a chooser scores as it did
-        self.sibling = nn.Parameter(torch.zeros(len(OPERATIONS), SIBLING_FEATURES))
+        self.sibling = nn.Parameter(torch.zeros(operations, SIBLING_FEATURES))
         self.drop = nn.Dropout(dropout)
 
     def forward(
@@ -205,7 +209,7 @@ class ValueChooser(nn.Module):
         """(B, K + 1) logits; invalid candidates -inf; the last column is "write the digits"."""
         mentions = cue_view(mentions, bool(self.around_cue > 0.5))
         b, m = mentions.shape[:2]
-        k, d, ops = operations.shape[1], self.dim, len(OPERATIONS)
+        k, d, ops = operations.shape[1], self.dim, self.operations
         questions = self.drop(questions)  # every part reads the question through dropout, the operand forms twice
         cosines = torch.stack([
             (mentions[..., :d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the mention's own tokens
@@ -229,6 +233,37 @@ class ValueChooser(nn.Module):
             scores = scores + (siblings * self.sibling[operations]).sum(-1)
         scores = scores.masked_fill(~valid, float("-inf"))
         return torch.cat([scores, self.write(questions)], dim=-1)
+
+
+def operation_slices(start: int, stop: int, rank: int = RANK) -> dict[str, tuple[int, slice]]:
+    """Where a chooser's parameters hold the forms of operations `start` to `stop` (exclusive):
+    parameter name -> (the dimension that runs over operations, the slice of it they take)."""
+    fixed = CANDIDATE_FEATURES + QUESTION_CODE
+    per_role = ROLES * rank
+    return {
+        "query.weight": (0, slice(start * per_role, stop * per_role)),
+        "query.bias": (0, slice(start * per_role, stop * per_role)),
+        "operation.weight": (0, slice(start, stop)),
+        "operation.bias": (0, slice(start, stop)),
+        "layout.0.weight": (1, slice(fixed + start, fixed + stop)),
+        "sibling": (0, slice(start, stop)),
+    }
+
+
+def with_operations(state: dict[str, torch.Tensor], operations: int, rank: int = RANK) -> dict[str, torch.Tensor]:
+    """A single chooser's state with forms for `operations` operations: those it lacks added as zeros
+    (so it scores every candidate it could score before as before, and a new operation's by its
+    layout alone until fitted), those beyond dropped."""
+    had = state["operation.bias"].shape[0]
+    out = dict(state)
+    added = operation_slices(0, max(operations - had, 0), rank)
+    for name, (dim, kept) in operation_slices(0, min(had, operations), rank).items():
+        tensor = state[name]
+        head = tensor.narrow(dim, 0, kept.stop)  # in `layout`, the columns before the forms come with them
+        shape = list(tensor.shape)
+        shape[dim] = added[name][1].stop - added[name][1].start
+        out[name] = torch.cat([head, tensor.new_zeros(shape)], dim=dim)
+    return out
 
 
 def choice_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

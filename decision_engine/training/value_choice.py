@@ -21,6 +21,7 @@ import msgspec
 import torch
 from torch import nn
 
+from ..grounding.candidates import OPERATIONS
 from ..grounding.mention import Mention
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
@@ -121,8 +122,10 @@ def reworded_vectors(
 def choice_examples(
     lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0,
     reword_documents: bool = False,
+    counts: bool = True,
 ) -> list[ChoiceExample]:
-    """Examples from labelled request lines: one per integer or date question with a label; with
+    """Examples from labelled request lines: one per integer or date question with a label (its
+    candidates with counts of listed percentages where `counts`, as `slot_candidates`); with
     `pointer` (a context with `question_evidence`), each question's mentions carry where it points.
     With `variants`, each question also comes that many more times, read with some of its words left
     out (`drop_words`), so the chooser meets wordings the generator's few paraphrases never use; with
@@ -148,7 +151,7 @@ def choice_examples(
         copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
-            candidates = slot_candidates(schema, mentions)
+            candidates = slot_candidates(schema, mentions, counts)
             right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
             target = torch.tensor([*right, not any(right)], dtype=torch.bool)
             seen = question_mention_features(features, mentions, evidence)
@@ -238,17 +241,18 @@ def _batch_loss(chooser: ValueChooser, examples: Sequence[ChoiceExample]) -> tor
 
 
 def train_choosers(
-    chooser: nn.Module, examples: Sequence[ChoiceExample], epochs: int, seed: int = 0, log: Callable[[str], None] = print
+    chooser: nn.Module, examples: Sequence[ChoiceExample], epochs: int, seed: int = 0, log: Callable[[str], None] = print,
+    weight_decay: float = 1e-2,
 ) -> dict:
     """`train_chooser` for a chooser, or for each member of an ensemble in turn (`reader.chooser_ensemble`),
     then the ensemble's accuracy on the examples before and after."""
     if not isinstance(chooser, ChooserEnsemble):
-        return train_chooser(chooser, examples, epochs, seed, log=log)
+        return train_chooser(chooser, examples, epochs, seed, log=log, weight_decay=weight_decay)
     before = choice_accuracy(chooser, examples)
     members = []
     for i, member in enumerate(chooser.members):
         log(f"ensemble member {i + 1}/{len(chooser.members)} (the cue {'around' if member.around_cue > 0.5 else 'before'})")
-        members.append(train_chooser(member, examples, epochs, seed, log=log))
+        members.append(train_chooser(member, examples, epochs, seed, log=log, weight_decay=weight_decay))
     after = choice_accuracy(chooser, examples)
     log(f"ensemble accuracy on its training questions: {before['accuracy']:.3f} -> {after['accuracy']:.3f}")
     return {"examples": len(examples), "epochs": epochs, "before": before, "after": after, "members": members}
@@ -264,6 +268,7 @@ def fit_value_chooser(
     pointer=None,
     question_variants: int = 0,
     reword_documents: bool = False,
+    weight_decay: float = 1e-2,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups, then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
@@ -273,7 +278,8 @@ def fit_value_chooser(
     (`choice_examples`)."""
     fitted = fit_on_generated(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
-        first_seed=CHOOSER_SEED, examples_of=choice_examples, train=train_choosers, accuracy=choice_accuracy,
+        first_seed=CHOOSER_SEED, examples_of=choice_examples,
+        train=functools.partial(train_choosers, weight_decay=weight_decay), accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
         training_examples_of=functools.partial(
             choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
@@ -300,25 +306,28 @@ def add_value_chooser(
     question_variants: int = 0,
     cue: str = "both",
     reword_documents: bool = False,
+    int8_parts: Sequence[str] = (),
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
-    unchanged reader; returns the fit's summary (with `held_out` accuracy where lines are given).
+    unchanged reader (`int8_parts` stored in int8 from now on); returns the fit's summary (with
+    `held_out` accuracy where lines are given).
     `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`),
     or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`)."""
     if cue not in CHOOSER_CUES:
         raise ValueError(f"cue must be one of {', '.join(CHOOSER_CUES)}, not {cue!r}")
     from dataclasses import replace
 
-    from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted
+    from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     saved, meta = checkpoint_config(folder)
-    cfg = replace(saved, chooses_values=True, value_choosers=chooser_count(cue))
+    cfg = replace(saved, chooses_values=True, value_choosers=chooser_count(cue), chooser_operations=len(OPERATIONS))
     try:
         model, meta = load_checkpoint(folder, cfg=cfg, fresh_chooser=True)
     except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
         model, meta = load_checkpoint(folder, cfg=replace(cfg, compares_values=False), fresh_chooser=True)
         log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
             "fit a new one with `decision-engine fit-comparer`")
+    store_in_int8(model, meta, folder, int8_parts)
     read_cue(model.value_chooser, cue)
     pointer = model_pointer(model)
     fitted = fit_value_chooser(
