@@ -100,6 +100,19 @@ def test_a_value_answer_is_weighed_with_surer_answers_and_a_rule_can_refuse_the_
     assert agreed_values(Pushing(), grounded, surer, [None, space], [True, 45], [0.9, 0.5], ruled)[0] == [True, 45]
 
 
+def test_no_answer_is_moved_to_a_value_resting_on_no_mention(vocab):
+    mentions = find_mentions(NOTICE)
+    candidates = [Candidate(0, "zero", (), ()), *(Candidate(m.value, "copy", (k,), (m.text,)) for k, m in enumerate(mentions))]
+    space = GroundedSpace(inner_space(vocab), [c.value for c in candidates], torch.tensor([2.0, 1.0, 0.5, -9.0, -9.0]), candidates, mentions)
+    pattern = [CHOICE_BASE + 1, *space.sequences[1]]  # the model chose 7 days; the reader pushes to 0
+    questions = asked()
+    grounded = grounded_answers(questions, [None, space], [None, pattern], ["model", "model"], [0.9, 0.5], NOTICE, PassageEmbedder())
+    assert grounded[0][1][0] == 0  # 0 is weighed, and first
+    free = RuleSet.compile([q.schema for q in questions], [q.id for q in questions], [])
+    values, confidences = agreed_values(Pushing(), grounded, [decided(1, 0, 0.9)], [None, space], [True, 7], [0.9, 0.5], free)
+    assert values == [True, 7] and confidences == [0.9, 0.5]
+
+
 def test_a_rule_fixed_or_written_value_is_not_weighed(vocab):
     space = grounded_space(vocab, [2.0, 1.0, -9.0])
     chose = [CHOICE_BASE + 1, *space.sequences[1]]

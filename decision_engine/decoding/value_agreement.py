@@ -8,7 +8,9 @@ its candidates is weighed again against the boolean and enum answers of the same
 of. Its odds are the chooser's over its `TOP` likeliest values; a value is read as the text either side
 of the mention it copies or starts from ("at least 7 days during probation" / "45 days after it"). A
 changed value is kept only where the request's rules still hold with it, and reports its weighed
-probability as its confidence.
+probability as its confidence. An answer is never moved to a value resting on no mention (the 0 of
+"nothing written to count"): the reader reads it as the same words in every document, so nothing in
+the document speaks for it (on two held-out draws of generated groups, all 12 such moves were wrong).
 """
 
 from __future__ import annotations
@@ -147,8 +149,8 @@ def agreed_values(
         if probabilities is None:
             continue
         best = int(probabilities.argmax())
-        if best == item.chosen:
-            continue
+        if best == item.chosen or not spaces[slot].candidates[picked[best]].operands:
+            continue  # a value resting on no mention reads the same words in every document: nothing to weigh
         trial = list(values)
         trial[slot] = spaces[slot].values[picked[best]]
         if not rules.violations(trial):
