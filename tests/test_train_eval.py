@@ -580,3 +580,35 @@ def test_the_training_seed_never_moves_held_out_contractnli_documents_into_train
         trained |= {line["document"]["text"] for line in evidenced_lines(cfg)}
         assert trained and not trained & held_out_texts
         assert {line["document"]["text"] for line in evidenced_lines(cfg, held_out=True)} == held_out_texts
+
+
+def test_fit_chooser_new_operations_teaches_an_older_chooser_counts_and_holds_the_rest(smoke_checkpoint, tmp_path, capsys):
+    from decision_engine.grounding.candidates import COUNT, OPERATIONS
+    from decision_engine.reader.chooser_ensemble import chooser_state_with_operations, value_chooser
+    from decision_engine.reader.value_chooser import operation_slices
+
+    fitted = tmp_path / "fitted"
+    assert main(["fit-chooser", "--model", str(smoke_checkpoint), "--out", str(fitted), "--groups", "3", "--epochs", "1"]) == 0
+    model, _ = load_checkpoint(fitted)
+    older = value_chooser(2, COUNT)  # as a checkpoint saved before counts holds it
+    older.load_state_dict(chooser_state_with_operations(model.value_chooser.state_dict(), COUNT))
+    model.value_chooser, model.cfg = older, replace(model.cfg, chooser_operations=COUNT)
+    save_checkpoint(model, tmp_path / "older", "older")
+    before, _ = load_checkpoint(tmp_path / "older")
+    assert before.cfg.chooser_operations == COUNT
+    capsys.readouterr()
+    taught = tmp_path / "taught"
+    assert main(["fit-chooser", "--new-operations", "--model", str(tmp_path / "older"), "--out", str(taught),
+                 "--groups", "3", "--epochs", "2"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["operations_fitted"] == ["count_at_least"]
+    after, meta = load_checkpoint(taught)
+    assert after.cfg.chooser_operations == len(OPERATIONS) and "new_operations" in meta["training"]["value_chooser"]
+    held = operation_slices(0, COUNT)
+    for m, (old, new) in enumerate(zip(before.value_chooser.members, after.value_chooser.members)):
+        new_state = new.state_dict()
+        for name, tensor in old.state_dict().items():
+            if name in held:
+                dim, part = held[name]
+                assert torch.equal(new_state[name].narrow(dim, 0, part.stop), tensor.narrow(dim, 0, part.stop)), (m, name)
+            else:
+                assert torch.equal(new_state[name], tensor), (m, name)
