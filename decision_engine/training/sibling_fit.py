@@ -1,7 +1,7 @@
 """Fitting how the value chooser and the comparison chooser weigh what a group's other questions
 answer (`grounding.siblings`).
 
-Only the sibling weights learn (nine operations by three features per chooser, and per chooser of
+Only the sibling weights learn (three features per operation and chooser, and per chooser of
 each side of a comparison); the rest stays as fitted. Each generated training group is grounded as a
 joint request is: every integer and date question scored alone by the frozen value chooser, then each
 one's candidates, and every compared boolean's, read against those answers, so the features in
