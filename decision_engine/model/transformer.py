@@ -15,13 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..grounding.candidates import COUNT as BEFORE_COUNTS
-from ..grounding.candidates import OPERATIONS
+from ..grounding.candidates import COUNT, OPERATIONS
 from ..kernels.block_attention import block_attention_fused, block_attention_triton, pack_prefix
 from ..kernels.dispatch import use_triton
 from .segments import SegmentLayout
-
-OPERATION_COUNT = len(OPERATIONS)
 
 
 @dataclass
@@ -45,7 +42,7 @@ class BlockDiffusionConfig:
     value_choosers: int = 1  # with chooses_values: more than one averages their probabilities (reader/chooser_ensemble.py)
     # with chooses_values: the operations (the first of grounding.candidates.OPERATIONS) its choosers have
     # forms for, and so offer; checkpoints saved before counts have no entry and know the 9 before them
-    chooser_operations: int = OPERATION_COUNT
+    chooser_operations: int = len(OPERATIONS)
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
     # with compares_values: its false and true stand on their own odds; the readers weigh in only where
@@ -75,7 +72,7 @@ class BlockDiffusionConfig:
         """The config a checkpoint's config.json records; retired knobs at their old default are dropped,
         while one that was on is a ValueError (this model would read the checkpoint differently)."""
         kept = dict(data)
-        kept.setdefault("chooser_operations", BEFORE_COUNTS)
+        kept.setdefault("chooser_operations", COUNT)  # saved before counts: the operations before them
         for key, default in RETIRED.items():
             if kept.pop(key, default) != default:
                 raise ValueError(f"trained with {key}={data[key]!r}, a knob since retired (see experiments/README.md)")

@@ -25,7 +25,11 @@ class ChooserEnsemble(nn.Module):
         if count < 2:
             raise ValueError(f"an ensemble needs at least two choosers, not {count}")
         self.members = nn.ModuleList(ValueChooser(around=bool(i % 2), operations=operations) for i in range(count))
-        self.operations = operations
+
+    @property
+    def operations(self) -> int:
+        """How many operations (the first of OPERATIONS) its members have forms for."""
+        return self.members[0].operations
 
     def forward(self, *inputs: torch.Tensor, siblings: torch.Tensor | None = None) -> torch.Tensor:
         """(B, K + 1) the log of the members' mean probabilities; `ValueChooser.forward`'s inputs.
