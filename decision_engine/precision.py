@@ -20,9 +20,14 @@ from .options import PRECISIONS
 
 
 def cpu_has_native_bfloat16() -> bool:
-    """Whether oneDNN runs bfloat16 natively on this CPU (emulated bfloat16 is slower than float32)."""
+    """Whether this CPU has bfloat16 instructions (AVX-512 BF16 or AMX) that oneDNN runs. oneDNN also
+    reports bfloat16 "supported" on plain AVX-512, where it is emulated and about 5 times slower than
+    float32, so its word alone does not decide."""
     try:
-        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        instructions = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+        return bool(
+            instructions and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        )
     except (AttributeError, RuntimeError):
         return False
 

@@ -27,6 +27,23 @@ def test_auto_takes_bfloat16_only_for_the_bundled_family_on_a_cpu_that_has_it():
     assert compute_dtype("auto", "cuda", bundled_family=True) == torch.float32
 
 
+@pytest.mark.parametrize(
+    ("avx512_bf16", "amx", "onednn_says", "native"),
+    [
+        (False, False, True, False),  # plain AVX-512: oneDNN emulates bfloat16, slower than float32
+        (True, False, True, True),
+        (False, True, True, True),
+        (True, True, False, False),
+    ],
+)
+def test_bfloat16_counts_as_native_only_with_its_instructions(monkeypatch, avx512_bf16, amx, onednn_says, native):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: onednn_says)
+    assert cpu_has_native_bfloat16() is native
+    assert compute_dtype("auto", "cpu", bundled_family=True) == (torch.bfloat16 if native else torch.float32)
+
+
 def test_an_unknown_precision_is_refused_by_name():
     with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16, not 'half'"):
         EngineOptions(precision="half")
