@@ -40,9 +40,12 @@ class DecisionEngine:
         context: ContextBuilder | None = None,
         grounder: Grounding | None = None,
         dtype: torch.dtype = torch.float32,
+        precision: str | None = None,
     ):
         self.model = model
-        self.dtype = dtype  # what forward passes compute in (precision.py); weights stay as loaded
+        self.dtype = dtype  # what forward passes autocast to (precision.py)
+        # the precision the engine was built in: float32, bfloat16, or int8 (int8 linear layers, float32 between)
+        self.precision = precision or str(dtype).removeprefix("torch.")
         self.limits = limits
         self.context = context or LeadingContext(model.vocab)
         self.grounder = grounder  # grounded integer and date slots, for a model with a value chooser

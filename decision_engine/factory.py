@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import torch
+
 from . import models
 from .backends.native import NativeBackend
 from .backends.protocol import DenoisingModel
 from .engine import DecisionEngine
 from .grounding.grounder import grounder_for_model
+from .model.loader import ModelLoadError
 from .options import EngineOptions
-from .precision import compute_dtype
+from .precision import resolved_precision
 from .retrieval.builder import context_for_model
 
 
@@ -19,18 +22,31 @@ def dllm_options(options: EngineOptions):
     return MaskedDLLMOptions(mask_token_id=options.mask_token_id, loader=options.loader, block_size=options.block_size)
 
 
-def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
+def build_engine(
+    options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None, fitting: bool = False
+) -> DecisionEngine:
     """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
-    already built. Raises ModelLoadError for a model that cannot be opened. In bfloat16 the linear layers
-    of the model's transformer layers, and of the context's sentence encoder, keep a bfloat16 copy of
-    their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`)."""
+    already built; `fitting`: an engine a fit reads from, which "auto" never makes int8. Raises
+    ModelLoadError for a model that cannot be opened, or not in the precision asked. In bfloat16 the
+    linear layers of the model's transformer layers, and of the context's sentence encoder, keep a
+    bfloat16 copy of their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`); in
+    int8 they become int8 layers (`NativeBackend.quantize_int8`, `SpanEmbedder.quantize_int8`)."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
+    bundled = isinstance(model, NativeBackend)
+    try:
+        precision = resolved_precision(options.precision, options.device, bundled, fitting)
+    except ValueError as error:
+        raise ModelLoadError(str(error)) from None
+    dtype = torch.bfloat16 if precision == "bfloat16" else torch.float32
     context = context_for_model(options.retrieval, model, options.evidence_tokens)
-    dtype = compute_dtype(options.precision, options.device, bundled_family=isinstance(model, NativeBackend))
     embedder = getattr(context, "embedder", None)
     if embedder is not None:
         embedder.compute_in(dtype)
-    if isinstance(model, NativeBackend):
+        if precision == "int8":
+            embedder.quantize_int8()
+    if bundled:
         model.keep_weight_copies(dtype)
-    return DecisionEngine(model, options.limits, context, grounder_for_model(model, context), dtype)
+        if precision == "int8":
+            model.quantize_int8()
+    return DecisionEngine(model, options.limits, context, grounder_for_model(model, context), dtype, precision)

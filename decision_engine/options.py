@@ -13,7 +13,7 @@ from .validation import Limits
 Retrieval = Literal["hybrid", "lexical", "leading"]  # dense + BM25 spans, BM25 spans, the document's first tokens
 RETRIEVALS: tuple[str, ...] = get_args(Retrieval)
 MODES: tuple[str, ...] = get_args(Mode)
-Precision = Literal["auto", "float32", "bfloat16"]  # what forward passes compute in (precision.py)
+Precision = Literal["auto", "float32", "bfloat16", "int8"]  # what forward passes compute in (precision.py)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 # a question's evidence budget: at least a clause's worth, at most the document tokens the bundled model
 # was trained with (its `context_tokens`)
@@ -32,7 +32,9 @@ class EngineOptions:
     mask_token_id: int | None = None  # masked diffusion LLMs: the mask token, where config.json does not name it
     block_size: int | None = None  # masked diffusion LLMs: the diffusion block, where config.json does not give it
     loader: str | None = None  # masked diffusion LLMs: the transformers auto class to load with
-    precision: Precision = "auto"  # bfloat16 for the bundled model on a CPU that has it natively, else float32
+    # bfloat16 for the bundled model on a CPU that has it natively, else int8 where int8 products are
+    # native (VNNI, AMX), else float32
+    precision: Precision = "auto"
     # tokens of evidence laid beside each question by a model's span pointer; None: its own (160). Fewer
     # make a request cheaper and may cost accuracy (see the README)
     evidence_tokens: int | None = None
@@ -89,7 +91,8 @@ def add_engine_arguments(
     if model:
         parser.add_argument(
             "--precision", choices=PRECISIONS, default=defaults.precision,
-            help="what forward passes compute in (auto: bfloat16 for the bundled model on a CPU that has it natively)",
+            help="what forward passes compute in (auto, for the bundled model on a CPU: bfloat16 where the CPU has it "
+                 "natively, else int8 where it has int8 products, else float32)",
         )
         parser.add_argument(
             "--evidence-tokens", type=_evidence_tokens, metavar="N",

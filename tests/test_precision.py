@@ -45,7 +45,7 @@ def test_bfloat16_counts_as_native_only_with_its_instructions(monkeypatch, avx51
 
 
 def test_an_unknown_precision_is_refused_by_name():
-    with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16, not 'half'"):
+    with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16, int8, not 'half'"):
         EngineOptions(precision="half")
     with pytest.raises(ValueError, match="precision must be one of"):
         compute_dtype("half", "cpu", bundled_family=True)

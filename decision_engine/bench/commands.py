@@ -72,7 +72,7 @@ def benchmark(
             result["generate"] = side_by_side(engine, requests, steps, best(result["modes"]["joint"])["batch_size"])
     report = finish(
         result, device=device, device_name=_device_name(device), model=engine.model.name, workload=workload, quick=quick,
-        precision=str(engine.dtype).removeprefix("torch."),
+        precision=engine.precision,
     )
     if random_weights:  # the weights themselves are bfloat16, whatever the engine's autocast
         report.update(precision="bfloat16", weights="random (seeded), built from config.json")

@@ -5,6 +5,7 @@ The model loads on first use, never at import: a web server imports this module.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import threading
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..int8 import per_token_int8
 from ..model.loader import base_model_dir
 from ..precision import computing_in, keep_weight_copies
 from .spans import Span
@@ -96,6 +98,7 @@ class SpanEmbedder:
         self.batch_size = batch_size
         self.device = torch.device(device)
         self.dtype = torch.float32  # what the encoder computes in (`compute_in`)
+        self._span_model: Any = None  # an int8 copy that reads documents' spans (`quantize_int8`)
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.RLock()
@@ -117,6 +120,20 @@ class SpanEmbedder:
         self._model = AutoModel.from_pretrained(folder, local_files_only=True).to(self.device).eval()
         keep_weight_copies(self._model, self.dtype)
 
+    def quantize_int8(self) -> None:
+        """Read documents' spans with an int8 copy of the encoder from now on (`int8.Int8Linear`, one
+        scale per token: the vectors stay within a cosine of about 3e-3 of float32's). Spans are most of
+        a new document's reading and their vectors only rank them for the pointer; value mentions,
+        questions and words stay float32, since the value choosers tell near-identical mentions apart
+        by their vectors (in int8 they moved a sample's date). Span vectors already kept are forgotten."""
+        with self._lock:
+            if self._span_model is not None:
+                return
+            self._load()
+            self._span_model = copy.deepcopy(self._model)
+            per_token_int8(self._span_model)
+            self._documents.clear()
+
     def compute_in(self, dtype: torch.dtype) -> None:
         """Run the encoder in `dtype` from now on (autocast), its linear layers keeping copies in it."""
         with self._lock:
@@ -124,15 +141,16 @@ class SpanEmbedder:
             if self._model is not None:
                 keep_weight_copies(self._model, dtype)
 
-    def embed(self, texts: list[str]) -> torch.Tensor:
-        """(N, 384) unit-length embeddings, float32 on the CPU, in the order of `texts`."""
+    def embed(self, texts: list[str], spans: bool = False) -> torch.Tensor:
+        """(N, 384) unit-length embeddings, float32 on the CPU, in the order of `texts`; `spans`: they are
+        a document's spans (read in int8 after `quantize_int8`)."""
         out = torch.zeros((len(texts), DIM), dtype=torch.float32)
         if not texts:
             return out
         with self._lock, torch.inference_mode():
             self._load()
             ids = self._tokenizer(list(texts), truncation=True, max_length=self.max_tokens)["input_ids"]
-            for row, hidden in enumerate(self._hidden_states(ids)):  # (T, 384) each
+            for row, hidden in enumerate(self._hidden_states(ids, spans)):  # (T, 384) each
                 out[row] = torch.nn.functional.normalize(hidden.mean(dim=0), p=2, dim=0)
         return out
 
@@ -179,7 +197,7 @@ class SpanEmbedder:
                 self._documents.move_to_end(key)
                 return cached
             self._misses += 1
-            vectors = self.embed([s.text for s in spans])
+            vectors = self.embed([s.text for s in spans], spans=True)
             if self.cache_size > 0:
                 self._documents[key] = vectors
                 while len(self._documents) > self.cache_size:
@@ -193,7 +211,7 @@ class SpanEmbedder:
         from .spans import split_spans
 
         cut = [(text, split_spans(text, SPAN_CHARS)) for text in dict.fromkeys(documents)]
-        vectors = self.embed([s.text for _, spans in cut for s in spans])
+        vectors = self.embed([s.text for _, spans in cut for s in spans], spans=True)
         out, first = [], 0
         for text, spans in cut:
             out.append((text, spans, vectors[first : first + len(spans)]))
@@ -251,8 +269,10 @@ class SpanEmbedder:
                     out[row, part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)
         return out
 
-    def _hidden_states(self, ids: list[list[int]]) -> list[torch.Tensor]:
-        """Each tokenized text's last hidden states (T, D), batched by length."""
+    def _hidden_states(self, ids: list[list[int]], spans: bool = False) -> list[torch.Tensor]:
+        """Each tokenized text's last hidden states (T, D), batched by length; `spans`: a document's
+        spans, read by the int8 copy where there is one."""
+        encoder = self._span_model if spans and self._span_model is not None else self._model
         states: list[torch.Tensor | None] = [None] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for first in range(0, len(order), self.batch_size):
@@ -264,7 +284,7 @@ class SpanEmbedder:
                 batch[r, : len(ids[i])] = torch.tensor(ids[i])
                 mask[r, : len(ids[i])] = 1
             with computing_in(self.dtype, self.device):
-                hidden = self._model(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+                hidden = encoder(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
             for r, i in enumerate(rows):
                 states[i] = hidden[r, : len(ids[i])].float().cpu()
         return states
