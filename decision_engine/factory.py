@@ -30,7 +30,7 @@ def build_engine(
     ModelLoadError for a model that cannot be opened, or not in the precision asked. In bfloat16 the
     linear layers of the model's transformer layers, and of the context's sentence encoder, keep a
     bfloat16 copy of their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`); in
-    int8 they become int8 layers (`NativeBackend.quantize_int8`, `SpanEmbedder.quantize_int8`)."""
+    int8 they become int8 layers, in place (`NativeBackend.quantize_int8`, `SpanEmbedder.quantize_int8`)."""
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     bundled = isinstance(model, NativeBackend)

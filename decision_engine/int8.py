@@ -91,7 +91,8 @@ def dynamic_int8(module: torch.nn.Module) -> torch.nn.Module:
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     with warnings.catch_warnings():
-        # torch.ao's eager quantisation is marked deprecated in favour of torchao, whose int8 path is slower
-        # than float32 on a CPU without torch.compile; `int8_available` says whether this torch has it
-        warnings.simplefilter("ignore", DeprecationWarning)
+        # torch.ao's eager quantisation and its quantised tensors are marked deprecated in favour of torchao,
+        # whose int8 path is slower than float32 on a CPU without torch.compile; `int8_available` says
+        # whether this torch still has them
+        warnings.simplefilter("ignore")
         return quantize_dynamic(module, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
