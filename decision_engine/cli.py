@@ -476,7 +476,7 @@ def _fit_on_contractnli(args: argparse.Namespace, fit) -> int:
         print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
         return EXIT_INVALID
     try:
-        engine = build_engine(model=open_model(folder), fitting=True)
+        engine = build_engine(model=open_model(folder))
         fitted = fit(engine, folder, Path(args.out), Path(args.contractnli), lambda line: print(line, flush=True))
     except (ModelLoadError, ValueError, ContractNliError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -513,7 +513,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"error: {folder} is not a checkpoint of this project", file=sys.stderr)
         return EXIT_INVALID
     model.calibration = None  # fit on raw confidences
-    engine = build_engine(model=model, fitting=True)
+    engine = build_engine(model=model)
     contractnli = Path(args.contractnli) if args.contractnli else None
     fitted = calibrate_checkpoint(
         engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds,

@@ -22,20 +22,20 @@ def dllm_options(options: EngineOptions):
     return MaskedDLLMOptions(mask_token_id=options.mask_token_id, loader=options.loader, block_size=options.block_size)
 
 
-def build_engine(
-    options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None, fitting: bool = False
-) -> DecisionEngine:
+def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel | None = None) -> DecisionEngine:
     """An engine as `options` say: over the bundled (or named) model, or over `model` when one is given
-    already built; `fitting`: an engine a fit reads from, which "auto" never makes int8. Raises
-    ModelLoadError for a model that cannot be opened, or not in the precision asked. In bfloat16 the
-    linear layers of the model's transformer layers, and of the context's sentence encoder, keep a
-    bfloat16 copy of their weights (`NativeBackend.keep_weight_copies`, `SpanEmbedder.compute_in`); in
-    int8 they become int8 layers, in place (`NativeBackend.quantize_int8`, `SpanEmbedder.quantize_int8`)."""
+    already built. Raises ModelLoadError for a model that cannot be opened, or not in the precision
+    asked. In bfloat16 the linear layers of the model's transformer layers, and of the context's
+    sentence encoder, keep a bfloat16 copy of their weights (`NativeBackend.keep_weight_copies`,
+    `SpanEmbedder.compute_in`); in int8 the model's become int8 layers, in place
+    (`NativeBackend.quantize_int8`), so "auto" takes int8 only for a model the engine opened itself: a
+    model handed in (as every fit hands its own) keeps its float weights unless int8 is asked by name."""
+    opened_here = model is None
     if model is None:
         model = models.open_model(options.model, options.device, options.trust_remote_code, dllm_options(options))
     bundled = isinstance(model, NativeBackend)
     try:
-        precision = resolved_precision(options.precision, options.device, bundled, fitting)
+        precision = resolved_precision(options.precision, options.device, bundled, opened_here)
     except ValueError as error:
         raise ModelLoadError(str(error)) from None
     dtype = torch.bfloat16 if precision == "bfloat16" else torch.float32

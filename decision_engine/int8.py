@@ -1,18 +1,15 @@
 """Linear layers in int8, for CPUs with fast int8 products (VNNI, AMX) that lack native bfloat16.
 
-Two schemes, each where it keeps the answers:
-- `Int8Linear` for the sentence encoder's reading of document spans: weights rounded to int8 with one
-  scale per output channel, activations with one scale per token, products by `torch._int_mm`. Its
-  mean-pooled vectors move by a cosine of about 3e-3. torch.ao's dynamic quantisation takes one scale
-  per batch of activations, which moves them by about 3e-2 and moved 103 of 1,235 held-out answers.
-- torch.ao's dynamic quantisation with per-channel weights for the decision model's transformer
-  layers (`dynamic_int8`). fbgemm rounds the activations in the same pass as the product, so it is the
-  faster there, and those layers' answers barely move (see the README's Performance section).
+`Int8Linear` rounds its weights to int8 with one scale per output channel and each row of its input
+(one token) with a scale of its own, and multiplies by `torch._int_mm`. One scale per row keeps a
+row's result independent of the other rows of its batch (padding, other requests), so a request
+decides alike alone or batched, and keeps the sentence encoder's mean-pooled vectors within a cosine
+of about 3e-3 of float32's. torch.ao's dynamic quantisation takes one activation scale per batch: it
+moved the encoder's vectors by about 3e-2 and 103 of 1,235 held-out answers with them, and made the
+decision model's rows depend on what they were batched with.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import torch
 
@@ -22,11 +19,7 @@ INT_MM_MIN_ROWS = 17  # torch._int_mm takes at least this many rows
 
 
 def int8_available() -> bool:
-    """Whether this torch has what int8 layers use: `torch._int_mm` and torch.ao's dynamic quantisation."""
-    try:
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic  # noqa: F401
-    except ImportError:
-        return False
+    """Whether this torch multiplies int8 matrices (`torch._int_mm`)."""
     return hasattr(torch, "_int_mm")
 
 
@@ -61,7 +54,7 @@ class Int8Linear(torch.nn.Module):
         shape = x.shape
         rows = x.reshape(-1, self.in_features).float()  # (N, in)
         scale = (rows.abs().amax(dim=1, keepdim=True) / INT8_MAX).clamp(min=SMALLEST_SCALE)  # (N, 1)
-        rounded = torch.round(rows / scale).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+        rounded = torch.round(rows / scale).to(torch.int8)  # within +-127: the scale is the row's largest
         n = rounded.shape[0]
         if n < INT_MM_MIN_ROWS:
             rounded = torch.nn.functional.pad(rounded, (0, 0, 0, INT_MM_MIN_ROWS - n))
@@ -83,16 +76,3 @@ def per_token_int8(module: torch.nn.Module) -> int:
         else:
             replaced += per_token_int8(child)
     return replaced
-
-
-def dynamic_int8(module: torch.nn.Module) -> torch.nn.Module:
-    """`module` with its linear layers quantised in place by torch.ao's dynamic int8 quantisation, one
-    weight scale per output channel."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-    with warnings.catch_warnings():
-        # torch.ao's eager quantisation and its quantised tensors are marked deprecated in favour of torchao,
-        # whose int8 path is slower than float32 on a CPU without torch.compile; `int8_available` says
-        # whether this torch still has them
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(module, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)

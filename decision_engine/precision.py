@@ -32,11 +32,11 @@ def cpu_has_native_bfloat16() -> bool:
         return False
 
 
-def resolved_precision(precision: str, device: str, bundled_family: bool, fitting: bool = False) -> str:
+def resolved_precision(precision: str, device: str, bundled_family: bool, may_quantize: bool = True) -> str:
     """What `precision` stands for on `device`: "float32", "bfloat16" or "int8". "auto" is, for the
     bundled model family on a CPU, bfloat16 where the CPU has it natively, else int8 where it multiplies
-    int8 natively (not for an engine a fit reads from: fits learn from float vectors), else float32.
-    Raises ValueError for int8 off a CPU or for another model family."""
+    int8 natively and `may_quantize` (the engine opened the model itself, so rewriting its layers
+    touches no one else's), else float32. Raises ValueError for int8 off a CPU or for another model family."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     from .int8 import cpu_has_fast_int8, int8_available
@@ -45,20 +45,20 @@ def resolved_precision(precision: str, device: str, bundled_family: bool, fittin
     if precision == "int8" and not (on_cpu and bundled_family):
         raise ValueError("precision int8 is for the bundled model family on a CPU; use float32 or bfloat16")
     if precision == "int8" and not int8_available():
-        raise ValueError("precision int8 needs torch.ao's dynamic quantisation, which this torch lacks; use float32")
+        raise ValueError("precision int8 needs torch._int_mm, which this torch lacks; use float32")
     if precision != "auto":
         return precision
     if not (bundled_family and on_cpu):
         return "float32"
     if cpu_has_native_bfloat16():
         return "bfloat16"
-    return "int8" if cpu_has_fast_int8() and not fitting else "float32"
+    return "int8" if cpu_has_fast_int8() and may_quantize else "float32"
 
 
-def compute_dtype(precision: str, device: str, bundled_family: bool, fitting: bool = False) -> torch.dtype:
+def compute_dtype(precision: str, device: str, bundled_family: bool) -> torch.dtype:
     """The dtype forward passes autocast to under `precision`: bfloat16, or float32 (int8 layers take
     float32 in and give float32 out)."""
-    resolved = resolved_precision(precision, device, bundled_family, fitting)
+    resolved = resolved_precision(precision, device, bundled_family)
     return torch.bfloat16 if resolved == "bfloat16" else torch.float32
 
 

@@ -10,7 +10,7 @@ from decision_engine import int8, precision
 from decision_engine.backends.native import NativeBackend
 from decision_engine.factory import build_engine
 from decision_engine.grounding.mentions import find_mentions
-from decision_engine.int8 import Int8Linear, dynamic_int8, per_token_int8
+from decision_engine.int8 import Int8Linear, per_token_int8
 from decision_engine.model.loader import ModelLoadError, random_model
 from decision_engine.model.transformer import BlockDiffusionConfig
 from decision_engine.options import EngineOptions
@@ -68,19 +68,6 @@ def test_per_token_int8_replaces_every_linear_layer_and_keeps_the_network_close(
     assert _relative_error(got, want) < 0.03
 
 
-@needs_int8
-def test_dynamic_int8_quantises_linear_layers_in_place():
-    torch.manual_seed(2)
-    network = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    x = torch.randn(8, 16)
-    with torch.no_grad():
-        want = network(x)
-        assert dynamic_int8(network) is network
-        got = network(x)
-    assert all(not isinstance(m, torch.nn.Linear) for m in network.modules())
-    assert _relative_error(got, want) < 0.05
-
-
 @pytest.fixture
 def cpu_without_bfloat16(monkeypatch):
     """A CPU with int8 products and no native bfloat16, whatever this one has."""
@@ -90,7 +77,7 @@ def cpu_without_bfloat16(monkeypatch):
 
 def test_auto_takes_int8_for_the_bundled_family_where_the_cpu_has_int8_but_not_bfloat16(cpu_without_bfloat16):
     assert resolved_precision("auto", "cpu", bundled_family=True) == "int8"
-    assert resolved_precision("auto", "cpu", bundled_family=True, fitting=True) == "float32"  # fits read float vectors
+    assert resolved_precision("auto", "cpu", bundled_family=True, may_quantize=False) == "float32"
     assert resolved_precision("auto", "cpu", bundled_family=False) == "float32"
     assert resolved_precision("auto", "cuda", bundled_family=True) == "float32"
 
@@ -112,7 +99,7 @@ def test_int8_is_refused_by_name_off_a_cpu_for_other_families_and_without_torch_
     with pytest.raises(ModelLoadError, match="precision int8 is for the bundled model family on a CPU"):
         build_engine(EngineOptions(precision="int8", device="cuda", retrieval="leading"), tiny_backend)
     monkeypatch.setattr(int8, "int8_available", lambda: False)
-    with pytest.raises(ValueError, match="precision int8 needs torch.ao's dynamic quantisation"):
+    with pytest.raises(ValueError, match="precision int8 needs torch._int_mm"):
         resolved_precision("int8", "cpu", bundled_family=True)
 
 
@@ -122,13 +109,15 @@ def test_an_int8_engine_quantises_the_transformer_layers_and_leaves_the_heads_fl
     engine = build_engine(EngineOptions(precision="int8", retrieval="leading"), backend)  # quantised in place
     assert engine.precision == "int8" and engine.dtype == torch.float32
     layers = [m for m in backend.model.layers.modules() if "Linear" in type(m).__name__]
-    assert layers and not any(type(m) is torch.nn.Linear for m in layers)
+    assert layers and all(type(m) is Int8Linear for m in layers)
     heads = [m for name, m in backend.model.named_modules() if type(m) is torch.nn.Linear and "layers" not in name]
     assert heads  # the heads' small layers stay float32
 
 
-def test_a_float32_engine_names_its_precision(tiny_backend):
-    assert build_engine(EngineOptions(precision="float32", retrieval="leading"), tiny_backend).precision == "float32"
+def test_auto_leaves_a_model_it_was_handed_in_float(tiny_backend, cpu_without_bfloat16):
+    engine = build_engine(EngineOptions(retrieval="leading"), tiny_backend)  # as fits hand theirs in
+    assert engine.precision == "float32"
+    assert all(type(m) is torch.nn.Linear for m in tiny_backend.model.layers.modules() if "Linear" in type(m).__name__)
 
 
 @needs_int8

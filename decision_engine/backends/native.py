@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from ..calibration import Calibration
-from ..int8 import dynamic_int8
+from ..int8 import per_token_int8
 from ..reader.absence_gate import AbsenceGate
 from ..model.loader import base_model_dir, from_base, load_checkpoint
 from ..model.reading import DocumentMemory
@@ -104,11 +104,11 @@ class NativeBackend:
                 keep_weight_copies(layers, dtype)
 
     def quantize_int8(self) -> None:
-        """Compute the transformer layers' linear layers in int8 from now on (`int8.dynamic_int8`); the
+        """Compute the transformer layers' linear layers in int8 from now on (`int8.Int8Linear`); the
         heads' small layers stay float32. Inference only: the layers no longer train."""
-        for name in ("layers", "answer_layers"):
-            if getattr(self.model, name) is not None:
-                dynamic_int8(getattr(self.model, name))
+        for layers in (self.model.layers, self.model.answer_layers):
+            if layers is not None:
+                per_token_int8(layers)
 
     def encode_prefix(self, prefixes: Sequence[PrefixInput]) -> PrefixState:
         ids, slots, mask = pad_prefixes(prefixes, self.vocab.pad_id, self.device)

@@ -19,6 +19,7 @@ import torch
 from ..factory import build_engine
 from ..model import segments
 from ..model.transformer import segment_mask
+from ..options import EngineOptions
 from ..validation import request_from_object
 from .workload import build_workload
 
@@ -35,7 +36,7 @@ def _full_mask():
 
 
 def measure(groups: int = 4, repeats: int = 3) -> dict:
-    engine = build_engine()
+    engine = build_engine(EngineOptions(precision="float32"))  # int8 rounding would magnify float noise
     prefixes = [engine.prepare(request_from_object(g), "joint").blocks[0].prefix for g in build_workload(groups, seed=0)]
     times: dict[str, list[float]] = {"segmented": [], "masked": []}
     for rep in range(repeats):

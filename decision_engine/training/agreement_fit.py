@@ -169,7 +169,7 @@ def add_agreement_reader(
     started = time.monotonic()
     backend = open_model(folder)
     backend.agreement_reader = None  # the answers it weighs are the model's own
-    engine = build_engine(model=backend, fitting=True)
+    engine = build_engine(model=backend)
     embedder = engine.context.embedder
     rng = random.Random(seed)
     lines = generate_groups("train", groups, seed=AGREEMENT_SEED + seed)

@@ -98,7 +98,7 @@ def add_cross_reader(
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted
     from ..models import open_model
 
-    engine = build_engine(model=open_model(folder), fitting=True)
+    engine = build_engine(model=open_model(folder))
     if not hasattr(engine.context, "strengths"):
         raise ValueError(f"{folder} has no span pointer: the cross reader reads the evidence it reports")
     if groups < 1 or epochs < 1 or rank < 1:

@@ -103,7 +103,7 @@ def add_value_agreement_reader(
     backend = open_model(folder)
     round_in_int8(backend.model, int8_parts)  # the parts stored so already load rounded
     backend.value_agreement_reader = None  # the answers it weighs are the model's own
-    engine = build_engine(model=backend, fitting=True)
+    engine = build_engine(model=backend)
     heads = list(model.value_agreement_reader.members) if readers > 1 else [model.value_agreement_reader]
     checked = value_examples(engine, held_out) if held_out else None
     fits = []
