@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from . import models
 from .backends.native import NativeBackend
 from .backends.protocol import DenoisingModel
@@ -11,7 +9,7 @@ from .engine import DecisionEngine
 from .grounding.grounder import grounder_for_model
 from .model.loader import ModelLoadError
 from .options import EngineOptions
-from .precision import resolved_precision
+from .precision import autocast_dtype, resolved_precision
 from .retrieval.builder import context_for_model
 
 
@@ -38,7 +36,7 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
         precision = resolved_precision(options.precision, options.device, bundled, opened_here)
     except ValueError as error:
         raise ModelLoadError(str(error)) from None
-    dtype = torch.bfloat16 if precision == "bfloat16" else torch.float32
+    dtype = autocast_dtype(precision)
     context = context_for_model(options.retrieval, model, options.evidence_tokens)
     embedder = getattr(context, "embedder", None)
     if embedder is not None:

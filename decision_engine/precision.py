@@ -1,11 +1,12 @@
-"""The number format the engine's forward passes compute in: float32, or bfloat16 where a CPU has it natively.
+"""The number format the engine's forward passes compute in: float32, bfloat16 where a CPU has it
+natively, or int8 linear layers where it multiplies int8 natively instead (`int8.py`).
 
 bfloat16 runs matrix products and attention under `torch.autocast`, which halves the base encoder's
 time on CPUs with native bfloat16 (AVX-512 BF16, AMX) and changes sentence vectors by a cosine of
-about 5e-5. "auto" takes it for the bundled model on such CPUs only; elsewhere, and for other model
-families, "auto" is float32. Weights stay float32; an engine computing in bfloat16 gives the linear
-layers of its transformers a bfloat16 copy of their weights, the one autocast would make on every
-call (`keep_weight_copies`).
+about 5e-5. "auto" takes it for the bundled model on such CPUs, int8 on CPUs with VNNI or AMX but no
+native bfloat16; elsewhere, and for other model families, "auto" is float32. Weights stay float32; an
+engine computing in bfloat16 gives the linear layers of its transformers a bfloat16 copy of their
+weights, the one autocast would make on every call (`keep_weight_copies`).
 """
 
 from __future__ import annotations
@@ -55,10 +56,9 @@ def resolved_precision(precision: str, device: str, bundled_family: bool, may_qu
     return "int8" if cpu_has_fast_int8() and may_quantize else "float32"
 
 
-def compute_dtype(precision: str, device: str, bundled_family: bool) -> torch.dtype:
-    """The dtype forward passes autocast to under `precision`: bfloat16, or float32 (int8 layers take
-    float32 in and give float32 out)."""
-    resolved = resolved_precision(precision, device, bundled_family)
+def autocast_dtype(resolved: str) -> torch.dtype:
+    """The dtype forward passes autocast to in a resolved precision: bfloat16, or float32 (int8 layers
+    take float32 in and give float32 out)."""
     return torch.bfloat16 if resolved == "bfloat16" else torch.float32
 
 

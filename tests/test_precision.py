@@ -11,20 +11,27 @@ import torch
 
 from decision_engine.factory import build_engine
 from decision_engine.options import EngineOptions
-from decision_engine.precision import compute_dtype, computing_in, cpu_has_native_bfloat16, keep_weight_copies
+from decision_engine.precision import (
+    autocast_dtype,
+    computing_in,
+    cpu_has_native_bfloat16,
+    keep_weight_copies,
+    resolved_precision,
+)
 from decision_engine.retrieval.embedder import SpanEmbedder
 
 
 def test_float32_and_bfloat16_are_taken_as_asked():
-    assert compute_dtype("float32", "cpu", bundled_family=True) == torch.float32
-    assert compute_dtype("bfloat16", "cpu", bundled_family=False) == torch.bfloat16
+    assert resolved_precision("float32", "cpu", bundled_family=True) == "float32"
+    assert resolved_precision("bfloat16", "cpu", bundled_family=False) == "bfloat16"
+    assert autocast_dtype("float32") == autocast_dtype("int8") == torch.float32 and autocast_dtype("bfloat16") == torch.bfloat16
 
 
 def test_auto_takes_bfloat16_only_for_the_bundled_family_on_a_cpu_that_has_it():
     native = cpu_has_native_bfloat16()
-    assert compute_dtype("auto", "cpu", bundled_family=True) == (torch.bfloat16 if native else torch.float32)
-    assert compute_dtype("auto", "cpu", bundled_family=False) == torch.float32
-    assert compute_dtype("auto", "cuda", bundled_family=True) == torch.float32
+    assert (resolved_precision("auto", "cpu", bundled_family=True) == "bfloat16") == native
+    assert resolved_precision("auto", "cpu", bundled_family=False) == "float32"
+    assert resolved_precision("auto", "cuda", bundled_family=True) == "float32"
 
 
 @pytest.mark.parametrize(
@@ -41,14 +48,14 @@ def test_bfloat16_counts_as_native_only_with_its_instructions(monkeypatch, avx51
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: onednn_says)
     assert cpu_has_native_bfloat16() is native
-    assert compute_dtype("auto", "cpu", bundled_family=True) == (torch.bfloat16 if native else torch.float32)
+    assert (resolved_precision("auto", "cpu", bundled_family=True) == "bfloat16") == native
 
 
 def test_an_unknown_precision_is_refused_by_name():
     with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16, int8, not 'half'"):
         EngineOptions(precision="half")
     with pytest.raises(ValueError, match="precision must be one of"):
-        compute_dtype("half", "cpu", bundled_family=True)
+        resolved_precision("half", "cpu", bundled_family=True)
 
 
 def test_bfloat16_runs_matrix_products_in_bfloat16_and_leaves_nothing_behind():

@@ -231,7 +231,8 @@ def run_bench(
 
     if isinstance(engine.model, NativeBackend):
         subset = requests[: config.cache_groups]
-        uncached = DecisionEngine(UncachedBackend(engine.model), engine.limits, engine.context, engine.grounder, engine.dtype, engine.precision
+        uncached = DecisionEngine(
+            UncachedBackend(engine.model), engine.limits, engine.context, engine.grounder, engine.dtype, engine.precision
         )
         decided(engine.decide_many(subset, "joint"))  # documents read once, so neither side pays for reading them
         on, on_values, off, off_values = measure_cache_on_off(engine, uncached, subset, config.cache_batch_size)
