@@ -67,6 +67,16 @@ def random_logits(seed: int, scale: float = 3.0) -> Callable:
 VOCAB_SIZE = 30522
 
 
+@pytest.fixture(autouse=True)
+def no_int8_unless_asked(monkeypatch):
+    """"auto" never takes int8 in tests unless a test asks for it: an int8 engine rewrites its model's
+    layers in place, and tests hand the session's shared models to engines (through a patched
+    `open_model` too). Tests then decide alike on every CI machine's CPU."""
+    import decision_engine.int8
+
+    monkeypatch.setattr(decision_engine.int8, "cpu_has_fast_int8", lambda: False)
+
+
 @pytest.fixture(scope="session")
 def vocab() -> Vocabulary:
     return Vocabulary.from_tokenizer(base_tokenizer())
