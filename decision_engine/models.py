@@ -46,6 +46,15 @@ def model_kind(meta: dict) -> str:
     return "hf-masked-lm"
 
 
+def unavailable_device(device: str) -> str | None:
+    """Why a model cannot run on `device` here (a CUDA device on a machine without one), or None."""
+    import torch
+
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        return f"device {device}: this machine has no CUDA device that torch can use; use --device cpu"
+    return None
+
+
 def open_model(
     path: str | Path | None = None,
     device: str = "cpu",
@@ -62,6 +71,9 @@ def open_model(
     bfloat16 with seeded random weights."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .backends.native import load_native
+
+    if problem := unavailable_device(device):
+        raise ModelLoadError(problem)
 
     if path is None:
         bundled = BUNDLED_WEIGHTS if (BUNDLED_WEIGHTS / "config.json").is_file() else None

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +188,20 @@ def test_new_operations_are_refused_where_the_choosers_know_every_operation(tmp_
     assert main(["fit-chooser", "--new-operations", "--out", str(tmp_path / "out"), "--groups", "1", "--epochs", "1"]) == 2
     assert "already have forms for every operation" in one_error_line(capsys)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["decide", "eval", "batch", "serve"])
+def test_a_cuda_device_on_a_machine_without_one_is_named_not_traced(tmp_path, capsys, monkeypatch, command):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    requests = Path(__file__).resolve().parents[1] / "samples" / "nda.jsonl"
+    args = {
+        "decide": ["decide", str(requests)],
+        "eval": ["eval", "--path", str(requests)],
+        "batch": ["batch", str(requests), "--run", "r", "--out", str(tmp_path / "out.jsonl"),
+                  "--db", f"sqlite:///{tmp_path / 'store.sqlite3'}"],
+        "serve": ["serve", "--db", f"sqlite:///{tmp_path / 'store.sqlite3'}"],
+    }[command]
+    assert main([*args, "--device", "cuda"]) != 0
+    assert "no CUDA device" in one_error_line(capsys)

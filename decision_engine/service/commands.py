@@ -33,6 +33,7 @@ def add_service_commands(sub) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from ..models import unavailable_device
     from .app import create_app
 
     if min(args.max_in_flight, args.max_queued_decisions, args.batch_max) < 1 or args.batch_wait_ms < 0:
@@ -57,6 +58,9 @@ def _serve(args: argparse.Namespace) -> int:
         print("warning: --no-auth: anyone who can reach this port can decide, label and read", file=sys.stderr)
     if args.model and not (Path(args.model) / "config.json").is_file():
         print(f"error: {args.model} has no config.json; expected a checkpoint folder", file=sys.stderr)
+        return 1
+    if problem := unavailable_device(settings.engine.device):
+        print(f"error: {problem}", file=sys.stderr)
         return 1
     # The model loads on start in the thread that will run it (see DecisionBatcher).
     app = create_app(settings)
