@@ -69,12 +69,12 @@ def _forward(encoder, ids: list[Sequence[int]], batch_sizes: list[int], device: 
         + embeddings.position_embeddings(positions)
         + embeddings.token_type_embeddings.weight[0]
     )
-    x = embeddings.LayerNorm(x)
+    x = embeddings.LayerNorm(x)  # (N, C): every text's tokens, end to end
     batches = _attention_batches(lengths, batch_sizes, device)
     heads = encoder.config.num_attention_heads
     for layer in encoder.encoder.layer:
         attention = layer.attention
-        q, k, v = attention.self.query(x), attention.self.key(x), attention.self.value(x)
+        q, k, v = attention.self.query(x), attention.self.key(x), attention.self.value(x)  # (N, C) each
         context = _attend(q, k, v, batches, heads)
         x = attention.output.LayerNorm(attention.output.dense(context) + x)
         inner = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(x))
