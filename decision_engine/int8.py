@@ -54,7 +54,7 @@ class Int8Linear(torch.nn.Module):
         shape = x.shape
         rows = x.reshape(-1, self.in_features).float()  # (N, in)
         scale = (rows.abs().amax(dim=1, keepdim=True) / INT8_MAX).clamp(min=SMALLEST_SCALE)  # (N, 1)
-        rounded = torch.round(rows / scale).to(torch.int8)  # within +-127: the scale is the row's largest
+        rounded = (rows / scale).round_().to(torch.int8)  # within +-127: the scale is the row's largest; rounded in place
         n = rounded.shape[0]
         if n < INT_MM_MIN_ROWS:
             rounded = torch.nn.functional.pad(rounded, (0, 0, 0, INT_MM_MIN_ROWS - n))
