@@ -4,7 +4,7 @@ A BERT layer's linear maps, layer norms and activations read each token alone, s
 every real token of a call, as one (N, C) matrix: no padding row is computed, and one large matrix
 product replaces a small one per batch. Only attention needs the texts apart; it runs per batch of
 like-length texts, padded to the longest, as the padded forward did. The same weights read the same
-tokens: in float32 the states match transformers' BertModel to rounding (about 1e-6).
+tokens: in float32 the states match transformers' BertModel to rounding (a few millionths).
 """
 
 from __future__ import annotations
@@ -64,11 +64,8 @@ def _forward(encoder, ids: list[Sequence[int]], batch_sizes: list[int], device: 
     tokens = torch.tensor([token for text in ids for token in text], dtype=torch.long, device=device)
     positions = torch.cat([torch.arange(n, device=device) for n in lengths])
     embeddings = encoder.embeddings
-    x = (
-        embeddings.word_embeddings(tokens)
-        + embeddings.position_embeddings(positions)
-        + embeddings.token_type_embeddings.weight[0]
-    )
+    segment = embeddings.token_type_embeddings.weight[0]  # every token in the first segment
+    x = embeddings.word_embeddings(tokens) + segment + embeddings.position_embeddings(positions)  # transformers' order
     x = embeddings.LayerNorm(x)  # (N, C): every text's tokens, end to end
     batches = _attention_batches(lengths, batch_sizes, device)
     heads = encoder.config.num_attention_heads
