@@ -177,6 +177,30 @@ def test_grounded_integer_and_date_slots_are_laid_out_without_evidence(vocab, gr
     assert plain.shown_ranges == [[(0, 15)]] * 3  # without a grounder every question keeps its evidence
 
 
+class SureComparingGrounder(FixedGrounder):
+    """Grounds every boolean as a comparison answering alone, with "write" at the given logit."""
+
+    def __init__(self, prefer, write: float):
+        super().__init__(prefer)
+        self.write = write
+
+    def __call__(self, document, questions, spaces, joint=True):
+        out = super().__call__(document, questions, spaces, joint)
+        logits = torch.tensor([0.0, 0.0, self.write])
+        return [GroundedSpace(space, [False, True], logits, alone=True) if q.schema.type == "boolean" else space
+                for q, space in zip(questions, out)]
+
+
+@pytest.mark.parametrize("write, keeps_evidence", [(-20.0, False), (20.0, True), (-2.0, True)])
+def test_a_boolean_the_comparison_surely_answers_alone_is_laid_out_without_evidence(vocab, write, keeps_evidence):
+    grounder = SureComparingGrounder(_prefer(1450), write)
+    joint = lay_out(_flag_and_amounts(), "joint", vocab, SameEvidenceForAll(), 512, grounder=grounder)
+    prefix = joint.blocks[0].prefix
+    shown_to = {slot for token, slot in zip(prefix.token_ids, prefix.slot_ids) if token == 2000}
+    assert shown_to == ({1} if keeps_evidence else set())  # "write" at 0.06 (-2.0) may still hand it over
+    assert joint.shown_ranges[0] == ([(0, 15)] if keeps_evidence else [])
+
+
 def test_values_the_document_gives_settle_before_the_model_reads_the_block(vocab):
     seen = []
 

@@ -135,18 +135,33 @@ def _segmented_prefix(vocab, numbered_questions, per_question) -> PrefixInput:
 
 
 def _bare_grounded(choice: ContextChoice, spaces: Sequence[SlotSpace]) -> ContextChoice:
-    """`choice` without the evidence of grounded integer and date slots: their value choosers read the
-    document's mentions themselves, so their questions are laid out alone, which spares the prefix
-    pass those tokens (measured: the same answers, warm requests about a quarter faster). A grounded
-    boolean keeps its evidence, since the reader answers it where the comparison hands it over."""
+    """`choice` without the evidence of slots that read alone (`_reads_alone`): grounded integer and
+    date slots, whose value choosers read the document's mentions themselves (measured: the same
+    answers, warm requests about a quarter faster), and booleans a comparison answers alone and surely
+    (measured: 8 of 3,630 generated answers moved, 3 gained and 4 lost; the bench's prefixes 29%
+    shorter). A compared boolean the comparison may hand over keeps its evidence for the reader."""
     if choice.per_question is None or choice.question_ranges is None:
         return choice
-    bare = [isinstance(space, GroundedSpace) and isinstance(space.inner, (IntegerSpace, DateSpace)) for space in spaces]
+    bare = [_reads_alone(space) for space in spaces]
     if not any(bare):
         return choice
     per_question = [[] if alone else tokens for alone, tokens in zip(bare, choice.per_question, strict=True)]
     ranges = [[] if alone else shown for alone, shown in zip(bare, choice.question_ranges, strict=True)]
     return replace(choice, per_question=per_question, question_ranges=ranges)
+
+
+COMPARED_WRITE_BELOW = 0.01  # a compared boolean whose gate gives "write" less than this is answered by the comparison
+
+
+def _reads_alone(space: SlotSpace) -> bool:
+    """Whether a slot's question needs no evidence beside it: a grounded integer or date slot (its value
+    choosers read the mentions themselves), or a boolean the comparison answers alone and is sure to
+    answer (its gate leaves "write" below `COMPARED_WRITE_BELOW`; the gate is near 0 or near 1)."""
+    if not isinstance(space, GroundedSpace):
+        return False
+    if isinstance(space.inner, (IntegerSpace, DateSpace)):
+        return True
+    return space.alone and float(space.choice_logits.softmax(dim=0)[-1]) < COMPARED_WRITE_BELOW
 
 
 def _shown(choice: ContextChoice, count: int) -> list[list[tuple[int, int]]]:
