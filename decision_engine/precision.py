@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
+from . import int8
 from .options import PRECISIONS
 
 
@@ -40,12 +41,10 @@ def resolved_precision(precision: str, device: str, bundled_family: bool, may_qu
     touches no one else's), else float32. Raises ValueError for int8 off a CPU or for another model family."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    from .int8 import cpu_has_fast_int8, int8_available
-
     on_cpu = torch.device(device).type == "cpu"
     if precision == "int8" and not (on_cpu and bundled_family):
         raise ValueError("precision int8 is for the bundled model family on a CPU; use float32 or bfloat16")
-    if precision == "int8" and not int8_available():
+    if precision == "int8" and not int8.int8_available():
         raise ValueError("precision int8 needs torch._int_mm, which this torch lacks; use float32")
     if precision != "auto":
         return precision
@@ -53,7 +52,7 @@ def resolved_precision(precision: str, device: str, bundled_family: bool, may_qu
         return "float32"
     if cpu_has_native_bfloat16():
         return "bfloat16"
-    return "int8" if cpu_has_fast_int8() and may_quantize else "float32"
+    return "int8" if int8.cpu_has_fast_int8() and may_quantize else "float32"
 
 
 def autocast_dtype(resolved: str) -> torch.dtype:

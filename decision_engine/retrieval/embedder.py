@@ -18,7 +18,7 @@ import torch
 from ..int8 import per_token_int8
 from ..model.loader import base_model_dir
 from ..precision import computing_in, keep_weight_copies
-from .packed_encoder import is_packable, packed_hidden_states
+from .packed_encoder import packed_hidden_states
 from .spans import Span
 
 WINDOW_BEFORE = 240  # characters of context read before a mention
@@ -271,28 +271,11 @@ class SpanEmbedder:
         return out
 
     def _hidden_states(self, ids: list[list[int]], spans: bool = False) -> list[torch.Tensor]:
-        """Each tokenized text's last hidden states (T, D), batched by length; `spans`: a document's
-        spans, read by the int8 copy where there is one. A BERT encoder (the pinned one) reads them
-        packed without padding (`packed_encoder`); another one padded per batch."""
+        """Each tokenized text's last hidden states (T, D), read packed without padding
+        (`packed_encoder`); `spans`: a document's spans, read by the int8 copy where there is one."""
         encoder = self._span_model if spans and self._span_model is not None else self._model
-        if is_packable(encoder):
-            with computing_in(self.dtype, self.device):
-                return packed_hidden_states(encoder, ids, self.batch_size, self.device)
-        states: list[torch.Tensor | None] = [None] * len(ids)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for first in range(0, len(order), self.batch_size):
-            rows = order[first : first + self.batch_size]
-            width = max(len(ids[i]) for i in rows)
-            batch = torch.full((len(rows), width), self._tokenizer.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                batch[r, : len(ids[i])] = torch.tensor(ids[i])
-                mask[r, : len(ids[i])] = 1
-            with computing_in(self.dtype, self.device):
-                hidden = encoder(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
-            for r, i in enumerate(rows):
-                states[i] = hidden[r, : len(ids[i])].float().cpu()
-        return states
+        with computing_in(self.dtype, self.device):
+            return packed_hidden_states(encoder, ids, self.batch_size, self.device)
 
     def cache_info(self) -> CacheInfo:
         with self._lock:

@@ -17,18 +17,6 @@ import torch.nn.functional as F
 CHUNK_TOKENS = 8192  # tokens packed into one pass: (N, 1536) float32 activations stay about 50 MB
 
 
-def is_packable(encoder) -> bool:
-    """Whether `encoder` is laid out as transformers' BertModel with absolute positions, which the
-    packed pass reads."""
-    config = getattr(encoder, "config", None)
-    return (
-        getattr(config, "model_type", None) == "bert"
-        and getattr(config, "position_embedding_type", "absolute") == "absolute"
-        and hasattr(encoder, "embeddings")
-        and hasattr(encoder, "encoder")
-    )
-
-
 def packed_hidden_states(encoder, ids: Sequence[Sequence[int]], batch_size: int, device: torch.device) -> list:
     """Each tokenized text's last hidden states (T, D), float32 on the CPU, in the order of `ids`.
     Attention batches hold `batch_size` texts in order of length, as the padded forward's batches did."""
