@@ -18,6 +18,7 @@ from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
+from .asked_money import asks_for_money, cannot_be_money
 from .asked_unit import asked_unit, asks_for_percentage, cannot_count_in
 from .candidates import Candidate
 from .mention import Mention
@@ -98,7 +99,7 @@ class Grounder:
         alone = self._choose([inputs for _, inputs, _ in pending])
         chosen = [(i, inputs, candidates, row) for (i, inputs, candidates), row in zip(pending, alone)]  # logits alone
         # per slot, the candidates that cannot count in the unit its question asks for (integers only)
-        ruled_out = [_ruled_out(questions[i], candidates, mentions) for i, _, candidates, _ in chosen]
+        ruled_out = [_ruled_out(questions[i], candidates, mentions, document) for i, _, candidates, _ in chosen]
         logits = [_without(entry[-1], out) for entry, out in zip(chosen, ruled_out)]
         weighs = joint and (_weighs_siblings(self.chooser) or _weighs_siblings(self.comparer))
         # what each grounded slot answers alone: what the others weigh when asked jointly
@@ -201,13 +202,15 @@ class Grounder:
         return found
 
 
-def _ruled_out(question: Question, candidates: Sequence[Candidate], mentions) -> torch.Tensor | None:
+def _ruled_out(question: Question, candidates: Sequence[Candidate], mentions, document: str) -> torch.Tensor | None:
     """(K,) True on an integer slot's candidates that cannot count in the unit its question asks for
-    (`asked_unit`), or answer a question asking for a percentage; None for other slots and where
-    nothing is ruled out."""
+    (`asked_unit`), answer a question asking for a percentage, or be the amount of money it asks for
+    (`asked_money`); None for other slots and where nothing is ruled out."""
     if question.schema.type != "integer":
         return None
     out = cannot_count_in(candidates, mentions, asked_unit(question.text), asks_for_percentage(question.text))
+    if asks_for_money(question.text):
+        out = [a or b for a, b in zip(out, cannot_be_money(candidates, mentions, document))]
     return torch.tensor(out, dtype=torch.bool) if any(out) else None
 
 
