@@ -441,6 +441,21 @@ def _fit_pointer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_all(args: argparse.Namespace) -> int:
+    from .training.recipe import StageFailed, run_recipe
+
+    if not Path(args.contractnli).is_file():
+        print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        record = run_recipe(args.contractnli, Path(args.out), main, log=lambda line: print(line, flush=True))
+    except StageFailed as failed:
+        print(f"error: {failed}", file=sys.stderr)
+        return failed.code
+    print(msgspec.json.encode(record).decode())
+    return 0
+
+
 def _fit_gate(args: argparse.Namespace) -> int:
     from .training.absence_fit import gate_checkpoint
 
@@ -585,6 +600,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-minutes", type=float, help="stop and save after this many minutes")
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last finished epoch")
     train.set_defaults(func=_train)
+
+    recipe = sub.add_parser(
+        "train-all",
+        help="train every part of a fresh model from the base encoder, stage by stage, as the bundled one "
+        "was (run it again to go on after an interruption)",
+    )
+    recipe.add_argument("--contractnli", required=True, help="ContractNLI JSON (its validation split is held out)")
+    recipe.add_argument("--out", required=True, help="folder for the stages' checkpoints and recipe.json")
+    recipe.set_defaults(func=_train_all)
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
     _add_fit_arguments(chooser, 'checkpoint folder, or "bundled" (default)', "its chooser", 40, "integer and date questions")
