@@ -43,14 +43,15 @@ STAGES: tuple[Stage, ...] = (
     Stage("choice-reader", _onto(
         "fit-choices", "--groups", "2000", "--reword-documents", "--int8", "comparison_chooser")),
     Stage("calibration", _onto("calibrate", "--contractnli", "{contractnli}", "--groups", "200")),
-    Stage("agreement-reader", _onto("fit-agreement", "--groups", "3200", "--epochs", "5")),
-    Stage("value-agreement-reader", _onto(
-        "fit-value-agreement", "--groups", "3200", "--epochs", "5", "--question-variants", "2",
-        "--int8", "agreement_reader,value_agreement_reader")),
     Stage("reworded-calibration", _onto(
         "calibrate", "--groups", "200", "--kinds", "integer,date,boolean,enum,compared", "--reword")),
     Stage("reworded-hypothesis-calibration", _onto(
         "calibrate", "--contractnli", "{contractnli}", "--groups", "0", "--kinds", "hypothesis", "--reword")),
+    # last: they weigh answers again by how sure the others are, as the maps above report it
+    Stage("agreement-reader", _onto("fit-agreement", "--groups", "3200", "--epochs", "5")),
+    Stage("value-agreement-reader", _onto(
+        "fit-value-agreement", "--groups", "3200", "--epochs", "5", "--question-variants", "2",
+        "--int8", "agreement_reader,value_agreement_reader")),
 )
 
 
