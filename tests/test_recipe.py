@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +24,6 @@ class FakeCommands:
             self.fail_at = None
             return 3
         out = args[args.index("--out") + 1]
-        from pathlib import Path
-
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "config.json").write_text("{}")
         return 0
