@@ -106,11 +106,10 @@ def run_recipe(
         if code != 0:
             raise StageFailed(stage.name, code)
         minutes = (time.monotonic() - began) / 60
+        model = folder
         record["stages"][stage.name] = {"folder": folder.name, "minutes": round(minutes, 2)}
         record["total_minutes"] = round(sum(s["minutes"] for s in record["stages"].values()), 2)
+        record["model"] = str(model)  # the newest checkpoint; the last stage's once all are done
         _write_record(out, record)
         log(f"stage {stage.name} done in {minutes:.1f} minutes")
-        model = folder
-    record["model"] = str(model)
-    _write_record(out, record)
     return record
