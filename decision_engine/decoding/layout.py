@@ -15,6 +15,7 @@ from ..backends.protocol import PrefixInput
 from ..backends.vocabulary import Vocabulary
 from ..errors import RequestError
 from ..reader.absence_gate import AbsenceGate, PassageStrength, is_hypothesis_slot
+from ..reader.unmentioned_terms import absence_bias
 from ..rules import RuleSet
 from ..types import DecisionRequest, Evidence, Mode, Question
 from ..validation import Limits, validate_request
@@ -212,7 +213,8 @@ def lay_out(
     question (`reader/verdict_reader.py`). A `choices` reader adds its log-probability of each choice
     of boolean and enum slots, read from the document's span vectors (`reader/choice_reader.py`), and
     a `cross` reader its own, read from each question's reported evidence (`reader/cross_reader.py`).
-    Raises RequestError for a request that cannot be laid out.
+    A fact question whose subject the document never names leans to its absence choice
+    (`reader/unmentioned_terms.py`). Raises RequestError for a request that cannot be laid out.
     """
     validate_request(request, limits)
     rules = RuleSet.compile([q.schema for q in request.questions], [q.id for q in request.questions], request.rules)
@@ -231,6 +233,7 @@ def lay_out(
     document = request.document.text
     slots = list(range(len(spaces)))
     _bias_choices(choices, context, document, spaces, texts)
+    _bias_unnamed(spaces, texts, document)
 
     def budget(asked: list[list[int]], block_len: int) -> int:
         try:
@@ -310,6 +313,14 @@ def _bias_choices(
     choices = embedder.embed_words([w for each in words for w in each]).split([len(each) for each in words])  # one pass
     for i, read in zip(asked, reader.log_probs(questions, span_vectors, choices)):
         _add_choice_read(spaces[i], read)
+
+
+def _bias_unnamed(spaces: Sequence[SlotSpace], texts: Sequence[str], document: str) -> None:
+    """Lean each fact question whose subject the document never names to its absence choice
+    (`reader/unmentioned_terms.py`)."""
+    for space, text in zip(spaces, texts):
+        if isinstance(space, ChoiceSpace) and (bias := absence_bias(space.values, text, document)) is not None:
+            space.choice_bias = [a + b for a, b in zip(space.choice_bias or [0.0] * len(bias), bias)]
 
 
 def _bias_across(cross: CrossReader | None, spaces: Sequence[SlotSpace], texts: Sequence[str], choice: ContextChoice) -> None:
