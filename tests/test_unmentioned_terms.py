@@ -56,3 +56,9 @@ def test_a_laid_out_request_carries_the_bias_on_the_unnamed_question_only(vocab)
     accompanied, dismissed = layout.group.constraints.spaces
     assert accompanied.choice_bias == [0.0, 0.0, ABSENT_BIAS]
     assert dismissed.choice_bias is None
+
+
+def test_choices_that_are_not_words_are_never_the_absence_choice():
+    asked = "Was the employee accompanied at the hearing by a colleague or a trade union representative?"
+    assert absence_bias([1, 2, True], asked, DOCUMENT) is None
+    assert absence_bias([3, "not mentioned"], asked, DOCUMENT) == [0.0, ABSENT_BIAS]

@@ -54,8 +54,7 @@ def unnamed(question: str, document: str) -> bool:
 def absence_bias(values: Sequence[object], question: str, document: str) -> list[float] | None:
     """Per choice, `ABSENT_BIAS` on the absence choice of a fact question (not a hypothesis) whose
     subject the document does not name, 0 elsewhere; None where nothing is added."""
-    if is_hypothesis_slot(values) or not any(is_absence_choice(v) for v in values):
+    absent = [isinstance(v, str) and is_absence_choice(v) for v in values]  # choices may be numbers or booleans
+    if is_hypothesis_slot(values) or not any(absent) or not unnamed(question, document):
         return None
-    if not unnamed(question, document):
-        return None
-    return [ABSENT_BIAS if is_absence_choice(v) else 0.0 for v in values]
+    return [ABSENT_BIAS if a else 0.0 for a in absent]
