@@ -18,7 +18,6 @@ from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
-from .asked_date import asks_when_it_happened, cannot_have_happened
 from .asked_money import asks_for_money, cannot_be_money
 from .asked_unit import asked_unit, asks_for_percentage, cannot_count_in
 from .candidates import Candidate
@@ -206,11 +205,7 @@ class Grounder:
 def _ruled_out(question: Question, candidates: Sequence[Candidate], mentions, document: str) -> torch.Tensor | None:
     """(K,) True on an integer slot's candidates that cannot count in the unit its question asks for
     (`asked_unit`), answer a question asking for a percentage, or be the amount of money it asks for
-    (`asked_money`), and on a date slot's steps where its question asks when something happened
-    (`asked_date`); None for other slots and where nothing is ruled out."""
-    if question.schema.format == "date" and asks_when_it_happened(question.text):
-        out = cannot_have_happened(candidates)
-        return torch.tensor(out, dtype=torch.bool) if any(out) else None
+    (`asked_money`); None for other slots and where nothing is ruled out."""
     if question.schema.type != "integer":
         return None
     out = cannot_count_in(candidates, mentions, asked_unit(question.text), asks_for_percentage(question.text))
