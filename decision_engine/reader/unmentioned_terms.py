@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .absence_gate import is_absence_choice, is_hypothesis_slot
 
@@ -37,11 +38,16 @@ def _stems(text: str) -> list[str]:
     return [w[:STEM] for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS and len(w) > 2]
 
 
+@lru_cache(maxsize=8)
+def _document_stems(document: str) -> frozenset[str]:
+    """Every word of the document by its first `STEM` letters, read once for all its questions."""
+    return frozenset(w[:STEM] for w in _WORD.findall(document.lower()))
+
+
 def missing_terms(question: str, document: str) -> tuple[int, int]:
     """(how many of the question's content words the document lacks, how many it has in all)."""
     asked = set(_stems(question))
-    present = {w[:STEM] for w in _WORD.findall(document.lower())}
-    return len(asked - present), len(asked)
+    return len(asked - _document_stems(document)), len(asked)
 
 
 def unnamed(question: str, document: str) -> bool:
