@@ -323,7 +323,10 @@ def _fit_chooser(args: argparse.Namespace) -> int:
         return _fit_reworded(args, add_operations, int8_parts=_int8_parts(args))
     from .training.value_choice import add_value_chooser
 
-    return _fit_reworded(args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args))
+    if args.drills < 0:
+        print("error: --drills must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
+    return _fit_reworded(args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills)
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:
@@ -623,6 +626,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the checkpoint's value choosers and fit only the forms of operations added since they were "
         "fitted (such as count_at_least); every other weight is held, so answers change only where such a "
         "candidate is on offer",
+    )
+    chooser.add_argument(
+        "--drills", type=int, default=0,
+        help="value drills to learn from beside the generated groups: files of dated acts, deadlines, charges and "
+        "counts about random parties, asked in general words (`datasets/value_drills.py`); default 0",
     )
     _add_int8_argument(chooser, "value_chooser")
     chooser.set_defaults(func=_fit_chooser)

@@ -38,20 +38,23 @@ def fit_on_generated(
     held_out: Sequence[dict] = (),
     pointer=None,
     training_examples_of: Callable | None = None,
+    extra_lines: Sequence[dict] = (),
 ) -> dict:
     """Train `part` on the examples `examples_of(lines, embedder, pointer)` makes of `groups` generated
     training groups (seed `first_seed + seed`) with `train(part, examples, epochs, seed, log=log)`,
     then freeze it; returns what the fit measured, with `accuracy(part, examples)` on `held_out`
     labelled lines where given. `what` names the examples in the log; `training_examples_of`, where
-    given, makes the training examples instead (held-out ones always come from `examples_of`)."""
+    given, makes the training examples instead (held-out ones always come from `examples_of`);
+    `extra_lines`, labelled request lines of another source, train beside the generated groups."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
     torch.manual_seed(seed)
-    lines = generate_groups("train", groups, seed=first_seed + seed)
+    lines = generate_groups("train", groups, seed=first_seed + seed) + list(extra_lines)
     embedder = pointer.embedder if pointer is not None else SpanEmbedder(cache_size=0)
     examples = (training_examples_of or examples_of)(lines, embedder, pointer)
-    log(f"{len(examples)} {what} from {groups} groups ({time.monotonic() - started:.0f} s)")
+    extra = f" and {len(extra_lines)} other lines" if extra_lines else ""
+    log(f"{len(examples)} {what} from {groups} groups{extra} ({time.monotonic() - started:.0f} s)")
     part.train()
     fitted = train(part, examples, epochs, seed, log=log)
     part.eval()

@@ -21,6 +21,7 @@ import msgspec
 import torch
 from torch import nn
 
+from ..datasets.value_drills import drill_groups
 from ..grounding.candidates import OPERATIONS
 from ..grounding.mention import Mention
 from ..grounding.mentions import find_mentions
@@ -269,8 +270,10 @@ def fit_value_chooser(
     question_variants: int = 0,
     reword_documents: bool = False,
     weight_decay: float = 1e-2,
+    drills: int = 0,
 ) -> dict:
-    """Train `chooser` on the integer and date questions of `groups` generated training groups, then
+    """Train `chooser` on the integer and date questions of `groups` generated training groups (and of
+    `drills` value drills, `datasets/value_drills.py`), then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
     None for a model without a span pointer. `question_variants`: more copies of each training
@@ -284,8 +287,10 @@ def fit_value_chooser(
         training_examples_of=functools.partial(
             choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
+        extra_lines=drill_groups(drills, seed=CHOOSER_SEED + seed),
     )
-    return with_rewording(fitted, question_variants, reword_documents)
+    fitted = with_rewording(fitted, question_variants, reword_documents)
+    return {**fitted, "drills": drills} if drills else fitted
 
 
 def with_rewording(fitted: dict, question_variants: int, reword_documents: bool) -> dict:
@@ -307,6 +312,7 @@ def add_value_chooser(
     cue: str = "both",
     reword_documents: bool = False,
     int8_parts: Sequence[str] = (),
+    drills: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader (`int8_parts` stored in int8 from now on); returns the fit's summary (with
@@ -331,7 +337,8 @@ def add_value_chooser(
     read_cue(model.value_chooser, cue)
     pointer = model_pointer(model)
     fitted = fit_value_chooser(
-        model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants, reword_documents
+        model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants, reword_documents,
+        drills=drills,
     )
     fitted["cue"] = cue
     save_refitted(model, meta, out, folder, "value_chooser", fitted)
