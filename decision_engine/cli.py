@@ -317,15 +317,23 @@ def _fit_reworded(args: argparse.Namespace, fit, **options) -> int:
 
 
 def _fit_chooser(args: argparse.Namespace) -> int:
+    if args.drills < 0 or (args.generic and args.new_operations):
+        problem = "--drills must be 0 or more" if args.drills < 0 else "--generic fits new choosers: leave out --new-operations"
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     if args.new_operations:
         from .training.operation_fit import add_operations
 
         return _fit_reworded(args, add_operations, int8_parts=_int8_parts(args))
+    if args.generic:
+        from .training.generic_choice import add_generic_chooser
+
+        return _fit_reworded(
+            args, add_generic_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
+            below=args.generic_below,
+        )
     from .training.value_choice import add_value_chooser
 
-    if args.drills < 0:
-        print("error: --drills must be 0 or more", file=sys.stderr)
-        return EXIT_INVALID
     return _fit_reworded(args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills)
 
 
@@ -631,6 +639,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--drills", type=int, default=0,
         help="value drills to learn from beside the generated groups: files of dated acts, deadlines, charges and "
         "counts about random parties, asked in general words (`datasets/value_drills.py`); default 0",
+    )
+    chooser.add_argument(
+        "--generic", action="store_true",
+        help="keep the checkpoint's value choosers and fit generic ones beside them (best with --drills), which "
+        "answer a slot where the value choosers' top probability is under --generic-below",
+    )
+    chooser.add_argument(
+        "--generic-below", type=float, default=0.2,
+        help="with --generic: the value choosers' top probability under which the generic ones answer (default 0.2)",
     )
     _add_int8_argument(chooser, "value_chooser")
     chooser.set_defaults(func=_fit_chooser)

@@ -246,8 +246,11 @@ def grounder_for_model(model, context=None) -> Grounder | None:
     """The grounder of a model with a value chooser (None for others), sharing the context's sentence
     encoder where it has one, so the base encoder loads once, and its span pointer's evidence where
     it has one (the chooser reads which mentions it lays beside each question). A comparison chooser,
-    where the model has one, answers boolean slots too."""
-    chooser = getattr(model, "value_chooser", None)
+    where the model has one, answers boolean slots too; generic value choosers, where it has them,
+    answer the slots its value chooser is unsure of (`reader/fallback_chooser.py`)."""
+    from ..reader.fallback_chooser import grounding_chooser
+
+    chooser = grounding_chooser(model)
     if chooser is None:
         return None
     pointer = context if hasattr(context, "question_evidence") else None

@@ -216,6 +216,7 @@ def load_checkpoint(
     fresh_cross: bool = False,
     fresh_agreement: bool = False,
     fresh_values: bool = False,
+    fresh_generic: bool = False,
 ) -> tuple[BlockDiffusionModel, dict]:
     """A model saved by `save_checkpoint`, and its metadata.
 
@@ -225,7 +226,7 @@ def load_checkpoint(
     saved in the checkpoint is replaced by an untrained one (to fit it again); `fresh_comparer` does the
     same for the comparison chooser, `fresh_verdict` for the verdict reader, `fresh_choices` for
     the choice reader, `fresh_cross` for the cross reader, `fresh_agreement` for the agreement reader and
-    `fresh_values` for the value agreement reader.
+    `fresh_values` for the value agreement reader and `fresh_generic` for the generic value choosers.
     """
     saved, meta = checkpoint_config(folder)
     cfg = cfg or saved
@@ -238,7 +239,7 @@ def load_checkpoint(
         state.update({k: base[k].to(device) for k in meta["from_base"]})
     grown = _grown_state(
         state, cfg, fresh_chooser, folder, fresh_comparer, fresh_verdict, fresh_choices, fresh_cross, fresh_agreement,
-        fresh_values,
+        fresh_values, fresh_generic,
     )
     model.load_state_dict(grown, assign=True)
     return model.eval(), meta
@@ -255,6 +256,7 @@ def _grown_state(
     fresh_cross: bool = False,
     fresh_agreement: bool = False,
     fresh_values: bool = False,
+    fresh_generic: bool = False,
 ) -> dict[str, torch.Tensor]:
     """A saved state fitted to `cfg`: position embeddings interpolated to its length, a zero question
     summary (see `question_summary_layer`) where it asks for one the state lacks."""
@@ -275,6 +277,17 @@ def _grown_state(
         state.update({f"evidence_pointer.{k[len('span_pointer.'):]}": v.clone() for k, v in state.items() if k.startswith("span_pointer.")})
     if cfg.chooses_values:
         _fit_chooser_state(state, cfg.value_choosers, fresh_chooser, folder, cfg.chooser_operations)
+    if cfg.chooses_values and cfg.generic_choosers:
+        from ..reader.chooser_ensemble import value_chooser
+
+        count, operations = cfg.generic_choosers, cfg.chooser_operations
+        _fit_part_state(
+            state, "generic_chooser", lambda: value_chooser(count, operations), fresh_generic, folder,
+            "fit-chooser --generic",
+        )
+    else:  # a config without generic choosers leaves saved ones out
+        for k in [k for k in state if k.startswith("generic_chooser.")]:
+            del state[k]
     if cfg.compares_values:
         _fit_comparer_state(state, cfg.comparer_sides, fresh_comparer, folder)
     else:  # a config grown without the comparison chooser leaves a saved one out

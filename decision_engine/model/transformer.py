@@ -43,6 +43,10 @@ class BlockDiffusionConfig:
     # with chooses_values: the operations (the first of grounding.candidates.OPERATIONS) its choosers have
     # forms for, and so offer; checkpoints saved before counts have no entry and know the 9 before them
     chooser_operations: int = len(OPERATIONS)
+    # with chooses_values: value choosers fitted with value drills (datasets/value_drills.py) that answer a
+    # grounded slot in their stead where the value choosers are unsure (reader/fallback_chooser.py); 0: none
+    generic_choosers: int = 0
+    generic_below: float = 0.2  # with generic_choosers: the value choosers' top probability under which they answer
     compares_values: bool = False  # a comparison chooser (reader/comparison_chooser.py) may answer boolean slots
     comparer_sides: int = 1  # with compares_values: value choosers per side of a comparison, averaged
     # with compares_values: its false and true stand on their own odds; the readers weigh in only where
@@ -260,6 +264,11 @@ class BlockDiffusionModel(nn.Module):
             from ..reader.chooser_ensemble import value_chooser
 
             self.value_chooser = value_chooser(cfg.value_choosers, cfg.chooser_operations)
+        self.generic_chooser = None  # answers where the value chooser is unsure (reader/fallback_chooser.py)
+        if cfg.chooses_values and cfg.generic_choosers:
+            from ..reader.chooser_ensemble import value_chooser
+
+            self.generic_chooser = value_chooser(cfg.generic_choosers, cfg.chooser_operations)
         self.comparison_chooser = None
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser
