@@ -325,16 +325,12 @@ def _fit_chooser(args: argparse.Namespace) -> int:
         from .training.operation_fit import add_operations
 
         return _fit_reworded(args, add_operations, int8_parts=_int8_parts(args))
-    if args.generic:
-        from .training.generic_choice import add_generic_chooser
-
-        return _fit_reworded(
-            args, add_generic_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
-            below=args.generic_below,
-        )
     from .training.value_choice import add_value_chooser
 
-    return _fit_reworded(args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills)
+    return _fit_reworded(
+        args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
+        generic_below=args.generic_below if args.generic else None,
+    )
 
 
 def _fit_comparer(args: argparse.Namespace) -> int:

@@ -278,12 +278,8 @@ def _grown_state(
     if cfg.chooses_values:
         _fit_chooser_state(state, cfg.value_choosers, fresh_chooser, folder, cfg.chooser_operations)
     if cfg.chooses_values and cfg.generic_choosers:
-        from ..reader.chooser_ensemble import value_chooser
-
-        count, operations = cfg.generic_choosers, cfg.chooser_operations
-        _fit_part_state(
-            state, "generic_chooser", lambda: value_chooser(count, operations), fresh_generic, folder,
-            "fit-chooser --generic",
+        _fit_chooser_state(
+            state, cfg.generic_choosers, fresh_generic, folder, cfg.chooser_operations, "generic_chooser", "fit-chooser --generic"
         )
     else:  # a config without generic choosers leaves saved ones out
         for k in [k for k in state if k.startswith("generic_chooser.")]:
@@ -326,14 +322,15 @@ def _grown_state(
 
 
 def _fit_chooser_state(
-    state: dict[str, torch.Tensor], count: int, fresh: bool, folder: Path | None, operations: int
+    state: dict[str, torch.Tensor], count: int, fresh: bool, folder: Path | None, operations: int,
+    part: str = "value_chooser", command: str = "fit-chooser",
 ) -> None:
     """An untrained value chooser (`count` of them as one ensemble, with forms for `operations`
-    operations) in `state` where it has none (or `fresh` asks for one); a clear error where its saved
-    chooser has another layout than this version's."""
+    operations) as `part` in `state` where it has none (or `fresh` asks for one); a clear error naming
+    `command` where its saved chooser has another layout than this version's."""
     from ..reader.chooser_ensemble import value_chooser
 
-    _fit_part_state(state, "value_chooser", lambda: value_chooser(count, operations), fresh, folder, "fit-chooser")
+    _fit_part_state(state, part, lambda: value_chooser(count, operations), fresh, folder, command)
 
 
 def _fit_comparer_state(state: dict[str, torch.Tensor], sides: int, fresh: bool, folder: Path | None) -> None:

@@ -313,33 +313,50 @@ def add_value_chooser(
     reword_documents: bool = False,
     int8_parts: Sequence[str] = (),
     drills: int = 0,
+    generic_below: float | None = None,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader (`int8_parts` stored in int8 from now on); returns the fit's summary (with
     `held_out` accuracy where lines are given).
     `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`),
-    or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`)."""
+    or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`).
+    With `generic_below`, the checkpoint's value choosers stay and generic ones are fitted beside them,
+    answering the slots where the value choosers' top probability is under it (`reader/fallback_chooser.py`)."""
     if cue not in CHOOSER_CUES:
         raise ValueError(f"cue must be one of {', '.join(CHOOSER_CUES)}, not {cue!r}")
+    if generic_below is not None and not 0.0 < generic_below <= 1.0:
+        raise ValueError(f"--generic-below must be above 0 and at most 1, not {generic_below}")
     from dataclasses import replace
 
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     saved, meta = checkpoint_config(folder)
-    cfg = replace(saved, chooses_values=True, value_choosers=chooser_count(cue), chooser_operations=len(OPERATIONS))
-    try:
-        model, meta = load_checkpoint(folder, cfg=cfg, fresh_chooser=True)
-    except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
-        model, meta = load_checkpoint(folder, cfg=replace(cfg, compares_values=False), fresh_chooser=True)
-        log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
-            "fit a new one with `decision-engine fit-comparer`")
+    if generic_below is not None:
+        if not saved.chooses_values:
+            raise ModelLoadError(
+                f"{folder} has no value choosers to stand beside; fit them first with `decision-engine fit-chooser`"
+            )
+        part = "generic_chooser"
+        cfg = replace(saved, generic_choosers=chooser_count(cue), generic_below=generic_below)
+        model, meta = load_checkpoint(folder, cfg=cfg, fresh_generic=True)
+    else:
+        part = "value_chooser"
+        cfg = replace(saved, chooses_values=True, value_choosers=chooser_count(cue), chooser_operations=len(OPERATIONS))
+        try:
+            model, meta = load_checkpoint(folder, cfg=cfg, fresh_chooser=True)
+        except ModelLoadError:  # a comparison chooser of another layout: it goes, to be fitted again
+            model, meta = load_checkpoint(folder, cfg=replace(cfg, compares_values=False), fresh_chooser=True)
+            log("the checkpoint's comparison chooser has a layout this version does not read and is left out; "
+                "fit a new one with `decision-engine fit-comparer`")
     store_in_int8(model, meta, folder, int8_parts)
-    read_cue(model.value_chooser, cue)
-    pointer = model_pointer(model)
+    chooser = getattr(model, part)
+    read_cue(chooser, cue)
     fitted = fit_value_chooser(
-        model.value_chooser, groups, epochs, seed, log, held_out, pointer, question_variants, reword_documents,
+        chooser, groups, epochs, seed, log, held_out, model_pointer(model), question_variants, reword_documents,
         drills=drills,
     )
     fitted["cue"] = cue
-    save_refitted(model, meta, out, folder, "value_chooser", fitted)
+    if generic_below is not None:
+        fitted["below"] = generic_below
+    save_refitted(model, meta, out, folder, part, fitted)
     return fitted
