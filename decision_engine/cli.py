@@ -463,6 +463,21 @@ def _train_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graft_heads(args: argparse.Namespace) -> int:
+    from .model.loader import ModelLoadError
+    from .models import BUNDLED_WEIGHTS
+    from .training.graft import graft_heads
+
+    reader, heads = (BUNDLED_WEIGHTS if a == "bundled" else Path(a) for a in (args.reader, args.heads))
+    try:
+        grafted = graft_heads(reader, heads, Path(args.out), names=(args.reader, args.heads))
+    except ModelLoadError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(msgspec.json.encode(grafted).decode())
+    return 0
+
+
 def _fit_gate(args: argparse.Namespace) -> int:
     from .training.absence_fit import gate_checkpoint
 
@@ -616,6 +631,16 @@ def build_parser() -> argparse.ArgumentParser:
     recipe.add_argument("--contractnli", required=True, help="ContractNLI JSON (its validation split is held out)")
     recipe.add_argument("--out", required=True, help="folder for the stages' checkpoints and recipe.json")
     recipe.set_defaults(func=_train_all)
+
+    grafting = sub.add_parser(
+        "graft-heads",
+        help="a checkpoint whose reader comes from one checkpoint and whose heads (pointers, choosers, "
+        "readers, gate, calibration maps) from another; fit the calibration maps again afterwards",
+    )
+    grafting.add_argument("--reader", required=True, help='checkpoint folder whose reader to take, or "bundled"')
+    grafting.add_argument("--heads", default="bundled", help='checkpoint folder whose heads to take, or "bundled" (default)')
+    grafting.add_argument("--out", required=True, help="folder for the grafted checkpoint")
+    grafting.set_defaults(func=_graft_heads)
 
     chooser = sub.add_parser("fit-chooser", help="fit a value chooser (grounded integer and date slots) onto a checkpoint")
     _add_fit_arguments(chooser, 'checkpoint folder, or "bundled" (default)', "its chooser", 40, "integer and date questions")
