@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -86,6 +87,23 @@ def _show(value) -> str:
     return "true" if value is True else "false" if value is False else str(value)
 
 
+def _contractnli_problem(path: str) -> str | None:
+    """Why a ContractNLI file cannot be trained or calibrated on (missing, unreadable, malformed or
+    empty), checked before a run spends minutes on anything else; None when it reads."""
+    from .datasets.contractnli import load_contractnli
+
+    if not Path(path).is_file():
+        return f"{path}: no such file"
+    try:
+        load_contractnli(path)
+    except json.JSONDecodeError as error:
+        return f"{path}: not JSON ({error})"
+    except (OSError, ValueError) as error:  # ContractNliError and encoding errors are ValueErrors
+        text = str(error)
+        return text if text.startswith(str(path)) else f"{path}: {text}"
+    return None
+
+
 def _train(args: argparse.Namespace) -> int:
     from .training.config import PRESETS, TrainConfig
     from .training.loop import train
@@ -105,8 +123,8 @@ def _train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INVALID
-    if cfg.contractnli_path and not Path(cfg.contractnli_path).is_file():
-        print(f"error: {cfg.contractnli_path}: no such file", file=sys.stderr)
+    if cfg.contractnli_path and (problem := _contractnli_problem(cfg.contractnli_path)):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     out = Path(args.out or f"runs/{args.config if args.config in PRESETS else cfg.name}")
     from .training.resume import ResumeError
@@ -530,8 +548,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .training.calibration_fit import calibrate_checkpoint
 
     folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
-    if args.contractnli and not Path(args.contractnli).is_file():
-        print(f"error: {args.contractnli}: no such file", file=sys.stderr)
+    if args.contractnli and (problem := _contractnli_problem(args.contractnli)):
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     if args.groups < 0 or (args.groups == 0 and not args.contractnli):
         print("error: give --contractnli or at least one generated group (--groups)", file=sys.stderr)

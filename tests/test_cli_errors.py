@@ -205,3 +205,21 @@ def test_a_cuda_device_on_a_machine_without_one_is_named_not_traced(tmp_path, ca
     }[command]
     assert main([*args, "--device", "cuda"]) != 0
     assert "no CUDA device" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "--config", "smoke"],
+    ["calibrate", "--groups", "0"],
+])
+@pytest.mark.parametrize(("content", "phrase"), [
+    ('{"documents": [], "labels": {"nda-1": {"hypothesis": "h"}}}', "holds no documents"),
+    ("not json", "not JSON"),
+    ('{"documents": [{"text": "t"}], "labels": {}}', "documents[0] is malformed"),
+])
+def test_a_contractnli_file_that_cannot_teach_anything_is_refused_before_the_run(tmp_path, capsys, command, content, phrase):
+    path = tmp_path / "contractnli.json"
+    path.write_text(content)
+    code = main([*command, "--contractnli", str(path), "--out", str(tmp_path / "out")])
+    line = one_error_line(capsys)
+    assert code == 2 and phrase in line and str(path) in line
+    assert not (tmp_path / "out").exists()

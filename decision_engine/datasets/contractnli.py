@@ -60,6 +60,8 @@ def load_contractnli(path: str | Path) -> tuple[list[NliDocument], dict[str, str
         except (KeyError, IndexError, TypeError, ValueError) as error:
             raise ContractNliError(f"{path}: documents[{i}] is malformed ({error!r})") from None
         documents.append(NliDocument(str(raw.get("id", i)), text, spans, labels, evidence))
+    if not documents:  # else a fit would run on nothing from it and say nothing
+        raise ContractNliError(f"{path}: holds no documents")
     return documents, hypotheses
 
 
