@@ -260,15 +260,13 @@ class BlockDiffusionModel(nn.Module):
             if cfg.orders_evidence:
                 self.evidence_pointer = SpanPointer()
         self.value_chooser = None
+        self.generic_chooser = None  # answers where the value chooser is unsure (reader/fallback_chooser.py)
         if cfg.chooses_values:
             from ..reader.chooser_ensemble import value_chooser
 
             self.value_chooser = value_chooser(cfg.value_choosers, cfg.chooser_operations)
-        self.generic_chooser = None  # answers where the value chooser is unsure (reader/fallback_chooser.py)
-        if cfg.chooses_values and cfg.generic_choosers:
-            from ..reader.chooser_ensemble import value_chooser
-
-            self.generic_chooser = value_chooser(cfg.generic_choosers, cfg.chooser_operations)
+            if cfg.generic_choosers:
+                self.generic_chooser = value_chooser(cfg.generic_choosers, cfg.chooser_operations)
         self.comparison_chooser = None
         if cfg.compares_values:
             from ..reader.comparison_chooser import ComparisonChooser
