@@ -554,6 +554,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.groups < 0 or (args.groups == 0 and not args.contractnli):
         print("error: give --contractnli or at least one generated group (--groups)", file=sys.stderr)
         return EXIT_INVALID
+    if args.cross_fit and (args.cross_fit < 2 or not args.contractnli or args.reword):
+        problem = (
+            "--cross-fit needs at least 2 folds" if args.cross_fit < 2
+            else "--cross-fit needs --contractnli: its training documents are what the folds deal" if not args.contractnli
+            else "--cross-fit decides documents as they are written: leave out --reword"
+        )
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     kinds = tuple(k for k in (args.kinds or "").split(",") if k)
     known = [k.name for k in all_kinds()] + ["compared", "hypothesis"]  # see engine.calibration_kind
     if unknown := sorted(set(kinds) - set(known)):
@@ -570,10 +578,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     model.calibration = None  # fit on raw confidences
     engine = build_engine(model=model)
     contractnli = Path(args.contractnli) if args.contractnli else None
-    fitted = calibrate_checkpoint(
-        engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds,
-        reword=args.reword,
-    )
+    try:
+        fitted = calibrate_checkpoint(
+            engine, folder, Path(args.out), contractnli, args.groups, log=lambda line: print(line, flush=True), kinds=kinds,
+            reword=args.reword, cross_fit=args.cross_fit, device=args.device,
+        )
+    except (ModelLoadError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
     print(msgspec.json.encode({"out": args.out, **fitted}).decode())
     return 0
 
@@ -633,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train the decision model (masked-diffusion objective)")
     presets = ", ".join(TRAIN_PRESETS)
-    train.add_argument("--config", default="cpu", help=f"preset ({presets}) or a JSON config file")
+    train.add_argument("--config", default="shipped", help=f"preset ({presets}) or a JSON config file")
     add_engine_arguments(train, model=False)  # --device and --retrieval, defaulting as inference does
     train.add_argument("--out", help="checkpoint folder (default runs/<preset>, or runs/<name> for a config file)")
     train.add_argument("--contractnli", help="ContractNLI JSON to train on (its validation split is held out)")
@@ -819,6 +831,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument(
         "--reword", action="store_true",
         help="decide every group (generated and ContractNLI) with a quarter of its words left out, as a wording never seen in training",
+    )
+    calibrate.add_argument(
+        "--cross-fit", type=int, default=0, metavar="FOLDS",
+        help="decide each ContractNLI training document with a reader trained, as the checkpoint's was, without its fold "
+        "(grafted under the checkpoint's heads); at least 2 folds",
     )
     calibrate.add_argument("--device", default="cpu", help="torch device the model decides on, e.g. cpu or cuda")
     calibrate.set_defaults(func=_calibrate)

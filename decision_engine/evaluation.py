@@ -42,6 +42,11 @@ def load_groups(path: Path, fmt: str, split: str = "all", group_size: int = 8, s
         lines = [line for doc in docs for line in to_requests(doc, hypotheses, group_size=group_size)]
     else:
         lines = [msgspec.json.decode(raw) for raw in path.read_bytes().splitlines() if raw.strip()]
+    return labelled_groups(lines)
+
+
+def labelled_groups(lines: Iterable[dict]) -> list[LabelledGroup]:
+    """The request lines that carry labels, as labelled groups with their gold evidence."""
     groups = []
     for line in lines:
         if "labels" not in line:

@@ -51,6 +51,10 @@ def test_the_reader_comes_from_one_checkpoint_and_every_head_from_the_other(tmp_
     assert meta["calibration"] == {"joint:integer": {"a": 1.5, "b": -0.25}}
     assert meta["absence_gate"]["weight"] == -1.0 and meta["stored_in_int8"] == ["value_chooser"]
     assert meta["train_config"] == {"name": "fast-reader"} and meta["context_tokens"] == 96
+    assert meta["grafted"]["heads_train_config"] == {"name": "heads-reader"}  # the run the heads were fitted over
+    # grafted again (a newer reader under the same heads), the heads' run is still the one named
+    graft_heads(tmp_path / "reader", tmp_path / "out", tmp_path / "again")
+    assert load_checkpoint(tmp_path / "again")[1]["grafted"]["heads_train_config"] == {"name": "heads-reader"}
 
 
 def test_readers_of_different_shapes_are_refused_by_the_command(tmp_path, capsys):

@@ -33,13 +33,35 @@ def test_every_stage_runs_in_order_onto_the_checkpoint_before_it(tmp_path):
     commands = FakeCommands()
     record = run_recipe("cnli.json", tmp_path, commands, log=lambda _: None)
     assert [c[0] for c in commands.calls] == [s.args[0] for s in STAGES]
-    assert "--model" not in commands.calls[0]  # the reader starts from the base encoder
-    for before, (index, call) in zip(commands.calls, enumerate(commands.calls[1:], 1)):
-        assert call[call.index("--model") + 1] == before[before.index("--out") + 1]
-        assert call[call.index("--out") + 1] == str(stage_folder(tmp_path, index, STAGES[index]))
-    assert record["model"] == str(stage_folder(tmp_path, len(STAGES) - 1, STAGES[-1]))
+    folders = [str(stage_folder(tmp_path, i, stage)) for i, stage in enumerate(STAGES)]
+    continued = None  # the checkpoint the next stage goes on from
+    for index, (stage, call) in enumerate(zip(STAGES, commands.calls)):
+        assert call[call.index("--out") + 1] == folders[index]
+        if call[0] == "train":
+            assert "--model" not in call  # a reader starts from the base encoder
+        elif call[0] == "graft-heads":  # the shipped reader under the heads fitted so far
+            assert call[call.index("--reader") + 1] == folders[[s.name for s in STAGES].index("answer-layers-reader")]
+            assert call[call.index("--heads") + 1] == continued
+        else:
+            assert call[call.index("--model") + 1] == continued
+        continued = folders[index] if stage.continue_chain else continued
+    assert [s.name for s in STAGES if not s.continue_chain] == ["answer-layers-reader"]
+    assert record["model"] == folders[-1]
     assert set(record["stages"]) == {s.name for s in STAGES}
     assert json.loads((tmp_path / "recipe.json").read_text()) == record
+
+
+def test_a_run_that_stopped_after_the_shipped_reader_grafts_it_under_the_heads(tmp_path):
+    first = FakeCommands(fail_at="graft-heads")
+    with pytest.raises(StageFailed):
+        run_recipe("cnli.json", tmp_path, first, log=lambda _: None)
+    again = FakeCommands()
+    run_recipe("cnli.json", tmp_path, again, log=lambda _: None)
+    graft = again.calls[0]
+    reader = [s.name for s in STAGES].index("answer-layers-reader")
+    assert graft[0] == "graft-heads"
+    assert graft[graft.index("--reader") + 1] == str(stage_folder(tmp_path, reader, STAGES[reader]))
+    assert graft[graft.index("--heads") + 1] == str(stage_folder(tmp_path, reader - 1, STAGES[reader - 1]))
 
 
 def test_a_second_run_goes_on_from_the_stage_that_failed(tmp_path):
@@ -68,7 +90,8 @@ def test_the_reader_resumes_from_its_last_finished_epoch(tmp_path):
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
 def test_each_stage_is_a_command_line_the_tool_accepts(stage, tmp_path):
-    args = stage_args(stage, tmp_path / "before", tmp_path / "after", "cnli.json")
+    earlier = {s.name: tmp_path / s.name for s in STAGES[: STAGES.index(stage)]}
+    args = stage_args(stage, tmp_path / "before", tmp_path / "after", "cnli.json", earlier)
     parsed = build_parser().parse_args(args)
     assert parsed.command == stage.args[0]
 

@@ -16,6 +16,7 @@ from decision_engine.datasets.linked_groups import generate_groups
 from decision_engine.model.loader import load_checkpoint, save_checkpoint
 from decision_engine.training.config import TrainConfig
 from decision_engine.training.objective import masked_diffusion_loss
+from contractnli_files import write_contractnli
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 EVAL_FIELDS = {"per_question_accuracy", "group_accuracy", "invalid", "rule_violations", "questions", "groups", "decisions_per_s"}
@@ -259,33 +260,11 @@ def test_eval_gold_evidence_first_says_a_pointing_model_has_no_retrieval_to_rank
     assert "lays out each question's evidence with its span pointer" in capsys.readouterr().err
 
 
-def _contractnli_file(tmp_path: Path, documents: int = 10) -> Path:
-    """A ContractNLI-format file whose hypotheses mostly keep one label across documents."""
-    keys = ["nda-1", "nda-2", "nda-3"]
-    choices = ["Entailment", "Contradiction", "NotMentioned"]
-    docs = []
-    for d in range(documents):
-        text = f"Agreement {d}. The Recipient shall return all materials. No license is granted."
-        first = text.index("The Recipient")
-        annotations = {
-            key: {"choice": choices[(k + (d % 4 == 0)) % 3], "spans": [] if (k + (d % 4 == 0)) % 3 == 2 else [1]}
-            for k, key in enumerate(keys)
-        }
-        docs.append({
-            "id": d, "text": text, "spans": [[0, first - 1], [first, len(text)]],
-            "annotation_sets": [{"annotations": annotations}],
-        })
-    labels = {key: {"hypothesis": f"Hypothesis {key}."} for key in keys}
-    path = tmp_path / "contractnli.json"
-    path.write_text(json.dumps({"documents": docs, "labels": labels}))
-    return path
-
-
 def test_eval_contractnli_validation_reports_the_training_majority_baseline(smoke_checkpoint, tmp_path, capsys):
     from decision_engine.datasets.contractnli import load_contractnli, split_documents
     from decision_engine.evaluation import load_groups, majority_answers, prior_accuracy
 
-    path = _contractnli_file(tmp_path)
+    path = write_contractnli(tmp_path)
     base = ["eval", "--path", str(path), "--format", "contractnli", "--modes", "joint,independent", "--json",
             "--model", str(smoke_checkpoint), "--retrieval", "leading"]
     assert main([*base, "--split", "validation"]) == 0
@@ -310,7 +289,7 @@ def test_agreement_with_fixed_answers_adds_up_over_the_labels(smoke_checkpoint, 
     from decision_engine.datasets.contractnli import LABELS
     from decision_engine.evaluation import evaluate, load_groups
 
-    groups = load_groups(_contractnli_file(tmp_path), "contractnli", "all")
+    groups = load_groups(write_contractnli(tmp_path), "contractnli", "all")
     engine = factory.build_engine(EngineOptions(str(smoke_checkpoint), retrieval="leading"))
     keys = {qid for g in groups for qid in g.labels}
     shares = [evaluate(engine, groups, "joint", priors={k: label for k in keys})["agrees_with_prior"] for label in LABELS]
@@ -355,7 +334,7 @@ def test_eval_prior_from_a_training_file(smoke_checkpoint, tmp_path, capsys):
 def test_swap_documents_asks_each_group_of_another_document(tmp_path):
     from decision_engine.evaluation import load_groups, swap_documents
 
-    groups = load_groups(_contractnli_file(tmp_path, documents=3), "contractnli", "all")
+    groups = load_groups(write_contractnli(tmp_path, documents=3), "contractnli", "all")
     swapped = swap_documents(groups)
     texts = [g.request_line["document"]["text"] for g in groups]
     moved = [g.request_line["document"]["text"] for g in swapped]
@@ -368,7 +347,7 @@ def test_swap_documents_asks_each_group_of_another_document(tmp_path):
 
 
 def test_eval_swap_documents(smoke_checkpoint, tmp_path, capsys):
-    path = _contractnli_file(tmp_path, documents=3)
+    path = write_contractnli(tmp_path, documents=3)
     args = ["eval", "--path", str(path), "--format", "contractnli", "--modes", "joint", "--json",
             "--model", str(smoke_checkpoint), "--retrieval", "leading", "--swap-documents"]
     assert main(args) == 0
@@ -571,7 +550,7 @@ def test_the_training_seed_never_moves_held_out_contractnli_documents_into_train
     from decision_engine.datasets.contractnli import load_contractnli, split_documents
     from decision_engine.training.loop import epoch_lines, evidenced_lines
 
-    path = _contractnli_file(tmp_path, documents=20)
+    path = write_contractnli(tmp_path, documents=20)
     _, held_out = split_documents(load_contractnli(path)[0])  # what eval --split validation decides
     held_out_texts = {d.text for d in held_out}
     for seed in range(4):

@@ -13,18 +13,11 @@ from decision_engine.training.config import PRESETS, RETIRED, TrainConfig
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 EXPERIMENT_FILES = sorted(EXPERIMENTS.glob("*.json"))
 RETIRED_FILES = sorted((EXPERIMENTS / "retired").glob("*.json"))
-# The stages that made the bundled model, in order: a preset name or an experiments/ file (one: it
-# trains from the base encoder).
-SHIPPED_STAGES = ["shipped"]
-
-
-def _stage_config(stage: str) -> TrainConfig:
-    return TrainConfig.load(str(EXPERIMENTS / stage) if stage.endswith(".json") else stage)
 
 
 def test_the_package_keeps_at_most_four_presets():
     assert len(PRESETS) <= 4
-    assert {"smoke", "shipped", "gpu"} <= set(PRESETS)
+    assert {"smoke", "shipped", "heads-reader", "gpu"} <= set(PRESETS)
 
 
 @pytest.mark.parametrize("path", EXPERIMENT_FILES, ids=lambda p: p.stem)
@@ -52,23 +45,23 @@ def test_a_record_of_a_retired_knob_says_so_instead_of_running_something_else(pa
 
 
 def test_the_shipped_recipe_is_what_the_bundled_model_recorded(tmp_path):
-    """Each stage's config matches the training config the bundled checkpoint recorded for it (which
-    names retired knobs at their kept values, so loading it also checks that they are ignored)."""
+    """The reader's config (`shipped`) and that of the run the heads were fitted over (`heads-reader`)
+    match the training configs the bundled checkpoint recorded for them (which name retired knobs at
+    their kept values, so loading them also checks that they are ignored)."""
     meta = json.loads((BUNDLED_WEIGHTS / "config.json").read_text())
-    recorded = [stage["train_config"] for stage in meta.get("earlier_stages", [])] + [meta["train_config"]]
-    assert len(recorded) == len(SHIPPED_STAGES)
-    for stage, record in zip(SHIPPED_STAGES, recorded):
+    recorded = {"shipped": meta["train_config"], "heads-reader": meta["grafted"]["heads_train_config"]}
+    for stage, record in recorded.items():
         path = tmp_path / "recorded.json"
         path.write_text(json.dumps(record))
         assert TrainConfig.load(str(path)).to_dict().items() >= {
             k: v for k, v in record.items() if k not in RETIRED
         }.items()
-        ours = _stage_config(stage).to_dict()
-        # Not compared: the data path (given with --contractnli), the name (which only labels the checkpoint
-        # and picks the runs/ folder) and init_from (stages 2 and 4 started from what was bundled then).
+        ours = TrainConfig.load(stage).to_dict()
+        # Not compared: the data path (given with --contractnli) and the name (which only labels the
+        # checkpoint and picks the runs/ folder).
         differing = {k for k, v in record.items() if k not in RETIRED and ours[k] != v}
-        assert differing <= {"contractnli_path", "name", "init_from"}, (stage, differing)
-    assert TrainConfig.load("shipped").name == meta["train_config"]["name"]  # the same checkpoint name
+        assert differing <= {"contractnli_path", "name"}, (stage, differing)
+        assert TrainConfig.load(stage).name == record["name"]  # the same checkpoint name
 
 
 def test_a_config_naming_an_unknown_chooser_cue_says_which_values_are_known(tmp_path):
@@ -76,4 +69,4 @@ def test_a_config_naming_an_unknown_chooser_cue_says_which_values_are_known(tmp_
     path.write_text(json.dumps({"name": "cue", "chooses_values": True, "chooser_cue": "after"}))
     with pytest.raises(ValueError, match=r"cue\.json: chooser_cue must be one of before, around, both, not 'after'"):
         TrainConfig.load(str(path))
-    assert TrainConfig.load("shipped").chooser_cue == "both"  # the bundled kind: one value chooser per cue
+    assert TrainConfig.load("heads-reader").chooser_cue == "both"  # the bundled heads' kind: one value chooser per cue

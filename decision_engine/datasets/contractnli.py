@@ -79,6 +79,28 @@ def split_documents(
     return train, validation
 
 
+def deal_documents(docs: Sequence[NliDocument], folds: int, seed: int = 0) -> list[list[NliDocument]]:
+    """The documents dealt into `folds` folds of near-equal size, in a seeded order of their ids; same
+    seed, same folds."""
+    if folds < 1:
+        raise ValueError("folds must be at least 1")
+    order = sorted(docs, key=lambda d: d.id)
+    random.Random(f"folds:{seed}").shuffle(order)
+    return [order[k::folds] for k in range(folds)]
+
+
+def training_documents(
+    docs: Sequence[NliDocument], validation_fraction: float = 0.2, seed: int = 0, folds: int = 0, left_out: int = 0
+) -> list[NliDocument]:
+    """The documents a run learns from: `split_documents`' training side, less fold `left_out` of
+    `folds` (`deal_documents`) where `folds` is 2 or more."""
+    train, _ = split_documents(docs, validation_fraction, seed)
+    if folds < 2:
+        return train
+    unseen = {d.id for d in deal_documents(train, folds, seed)[left_out]}
+    return [d for d in train if d.id not in unseen]
+
+
 def to_requests(
     doc: NliDocument,
     hypotheses: dict[str, str],

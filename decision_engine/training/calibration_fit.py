@@ -71,16 +71,19 @@ def calibrate_checkpoint(
     engine, folder: Path, out: Path, contractnli: Path | None, generated: int, log: Callable[[str], None] = print,
     kinds: Sequence[str] = (),
     reword: bool = False,
+    cross_fit: int = 0,
+    device: str = "cpu",
 ) -> dict:
     """Copy the checkpoint in `folder` to `out` with a calibration fitted by `engine` (over that checkpoint,
     uncalibrated) on training material; returns the maps and how many answers each was fitted on.
     With `kinds` (answer kinds such as "compared") only those kinds' maps are fitted again and the
     checkpoint's other maps are kept as they are. With `reword`, every group is decided reworded
-    (`reworded_line`)."""
+    (`reworded_line`). With `cross_fit` folds, the ContractNLI documents are decided by readers that
+    never saw them (`cross_calibration.cross_fitted_answers`) rather than by `engine`."""
     from ..datasets.linked_groups import generate_groups
 
     started = time.monotonic()
-    groups = load_groups(contractnli, "contractnli", "train") if contractnli else []
+    groups = load_groups(contractnli, "contractnli", "train") if contractnli and not cross_fit else []
     lines = generate_groups("train", generated, seed=CALIBRATION_SEED) if generated else []
     groups += [LabelledGroup(line, line["labels"], {}) for line in lines]
     if reword:
@@ -90,6 +93,26 @@ def calibrate_checkpoint(
     for mode in MODES:
         answers += collect_answers(engine, groups, mode)
         log(f"calibration: {len(answers)} answers after {mode} ({time.monotonic() - started:.0f} s)")
+    record = {
+        "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
+        **({"reworded": True} if reword else {}),
+    }
+    if cross_fit and contractnli:
+        from .cross_calibration import cross_fitted_answers
+
+        crossed, cross_record = cross_fitted_answers(folder, contractnli, cross_fit, device, log)
+        answers += crossed
+        record |= cross_record
+    return write_calibration(folder, out, answers, kinds, record, started, log)
+
+
+def write_calibration(
+    folder: Path, out: Path, answers: Sequence[tuple[str, float, bool]], kinds: Sequence[str], record: dict,
+    started: float, log: Callable[[str], None] = print,
+) -> dict:
+    """Copy the checkpoint in `folder` to `out` with maps fitted on `answers` ("mode:kind", raw
+    confidence, right), only for `kinds` where given (the other maps kept); `record` joins the
+    checkpoint's training record with the answer counts and the minutes since `started`."""
     if kinds:
         answers = [a for a in answers if _kind(a[0]) in kinds]
     calibration = fit_calibration(answers)
@@ -107,9 +130,8 @@ def calibrate_checkpoint(
         log(f"calibration: too few answers to fit {', '.join(sorted(unfitted))} again; their maps are kept")
     meta["calibration"] = {**kept, **unfitted, **fitted}
     record = {
-        "answers": counts, "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
+        "answers": counts, **record,
         **({"kinds": list(kinds)} if kinds else {}),
-        **({"reworded": True} if reword else {}),
         **({"kept_for_too_few_answers": sorted(unfitted)} if unfitted else {}),
         "minutes": round((time.monotonic() - started) / 60, 2),
     }

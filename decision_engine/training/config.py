@@ -23,6 +23,8 @@ class TrainConfig:
     contractnli_path: str | None = None  # ContractNLI JSON; None trains on generated groups only
     contractnli_validation_fraction: float = 0.2  # held out by document, never trained on
     contractnli_split_seed: int = 0  # which documents are held out: `eval --split validation`'s, whatever `seed` is
+    contractnli_folds: int = 0  # k >= 2: the training documents are dealt into k folds and one is left out (`calibrate --cross-fit`)
+    contractnli_left_out_fold: int = 0  # with contractnli_folds: the fold this run never sees
     generated_groups_per_epoch: int = 2000  # fresh linked compliance groups each epoch
     contractnli_repeats: int = 1  # passes over the ContractNLI training documents per epoch
     independent_share: float = 0.25  # share of groups also trained as single-question runs
@@ -68,6 +70,11 @@ class TrainConfig:
     def __post_init__(self):
         if self.chooser_cue not in CHOOSER_CUES:
             raise ValueError(f"chooser_cue must be one of {', '.join(CHOOSER_CUES)}, not {self.chooser_cue!r}")
+        if self.contractnli_folds and not 0 <= self.contractnli_left_out_fold < self.contractnli_folds:
+            raise ValueError(
+                f"contractnli_left_out_fold must name one of the {self.contractnli_folds} folds (0 to "
+                f"{self.contractnli_folds - 1}), not {self.contractnli_left_out_fold}"
+            )
 
     @classmethod
     def load(cls, name_or_path: str) -> TrainConfig:
@@ -76,21 +83,26 @@ class TrainConfig:
         path = Path(name_or_path)
         if not path.is_file():
             raise ValueError(f"unknown config {name_or_path!r}: not a preset {sorted(PRESETS)} nor a file")
-        data = json.loads(path.read_text())
+        return cls.from_dict(json.loads(path.read_text()), str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str) -> TrainConfig:
+        """The config `data` holds (a JSON config, or one a checkpoint recorded); errors name `source`."""
+        data = dict(data)
         for key, kept in RETIRED.items():
             if key in data and data.pop(key) != kept:
                 raise ValueError(
-                    f"{path}: {key} was retired (this code always trains as {key}={json.dumps(kept)}); "
+                    f"{source}: {key} was retired (this code always trains as {key}={json.dumps(kept)}); "
                     "experiments/README.md names a revision that runs it"
                 )
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"{path}: unknown config fields {unknown}")
+            raise ValueError(f"{source}: unknown config fields {unknown}")
         try:
             return cls(**data)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{source}: {error}") from None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,20 +124,22 @@ PRESETS: dict[str, dict] = {
         name="smoke", model="tiny", from_base=False, generated_groups_per_epoch=16, epochs=1,
         batch_size=4, max_steps=3, warmup_steps=1, context_tokens=128, freeze_word_embeddings=False,
     ),
-    # Stage 1 of the six that made the bundled model, from the base encoder (about an hour on a 2-core
-    # CPU; `train`'s default). It predates the constrained loss. Stages 2 to 5 are the JSON files
-    # experiments/cpu-constrained.json, cpu-contractnli.json, cpu-summary.json, cpu-summary-more.json,
-    # each continuing the previous one's runs/ folder.
-    "cpu": dict(
-        name="cpu", generated_groups_per_epoch=1500, epochs=2, max_minutes=62.0,
-        learning_rate=2e-4, warmup_steps=50, log_every=10, constrained_loss=False,
-    ),
-    # The bundled model: from the base encoder with the span pointer, each question reading only its own
-    # evidence, and two value choosers for integer and date slots, one per cue (about 45 minutes on a
-    # 2-core CPU; the bundled model's comparer and gate are fitted after it, see its model card). The
-    # six-stage recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last
-    # stage: experiments/cpu-stage6.json).
+    # The bundled model's reader: answer layers of its own over the frozen base encoder's prefix states,
+    # which are encoded once per example and kept across steps and epochs (about 6 minutes on a 2-core
+    # CPU). The bundled model grafts it under the heads fitted over the `heads-reader` run
+    # (`decision-engine train-all`, training/recipe.py).
     "shipped": dict(
+        name="answer-layers-3", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
+        question_summary=True, constrained_loss=True, generated_groups_per_epoch=200, contractnli_repeats=2,
+        epochs=3, learning_rate=1.5e-4, warmup_steps=30, max_minutes=40.0, log_every=20, answer_layers=True,
+        prefix_cache_gb=9.0,
+    ),
+    # The reader the bundled model's heads are fitted over, and the bundled reader until 2026-12-07: from
+    # the base encoder with the span pointer, each question reading only its own evidence, and two value
+    # choosers for integer and date slots, one per cue (about 40 minutes on a 2-core CPU). The six-stage
+    # recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last stage:
+    # experiments/cpu-stage6.json).
+    "heads-reader": dict(
         name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
         chooser_cue="both",
         question_summary=True, constrained_loss=True, generated_groups_per_epoch=300, contractnli_repeats=2,

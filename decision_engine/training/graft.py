@@ -61,7 +61,9 @@ def graft_heads(reader: Path, heads: Path, out: Path, names: tuple[str, str] | N
     extra["train_config"] = reader_meta.get("train_config")
     extra["context_tokens"] = reader_meta.get("context_tokens", heads_meta.get("context_tokens"))
     extra["training"] = {**heads_meta.get("training", {}), "grafted_reader": reader_meta.get("training", {})}
-    extra["grafted"] = {"reader": reader_name, "heads": heads_name}
+    # the config of the run the heads were fitted over (its own record, or the one it was grafted with)
+    heads_config = heads_meta.get("grafted", {}).get("heads_train_config", heads_meta.get("train_config"))
+    extra["grafted"] = {"reader": reader_name, "heads": heads_name, "heads_train_config": heads_config}
     omit = sorted(
         {k for k in reader_meta.get("from_base", []) if is_reader_key(k)}
         | {k for k in heads_meta.get("from_base", []) if not is_reader_key(k)}

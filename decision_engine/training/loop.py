@@ -117,11 +117,10 @@ def epoch_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dict]:
 
     lines = generate_groups("train", cfg.generated_groups_per_epoch, seed=cfg.seed * 1000 + epoch)
     if cfg.contractnli_path:
-        from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+        from ..datasets.contractnli import to_requests
         from ..datasets.contrastive import evidence_removed
 
-        docs, hypotheses = load_contractnli(cfg.contractnli_path)
-        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
+        train_docs, hypotheses = contractnli_documents(cfg)
         # With answer_layers every epoch groups the hypotheses alike, so each group's prefix states
         # are encoded once and reused (training/prefix_cache.py).
         grouping = random.Random(f"contractnli-groups:{cfg.seed}") if cfg.answer_layers else rng
@@ -218,17 +217,30 @@ def freeze(module) -> None:
         p.requires_grad_(False)
 
 
+def contractnli_documents(cfg: TrainConfig, held_out: bool = False) -> tuple[list, dict[str, str]]:
+    """(documents, hypotheses) of the run's ContractNLI file: those it learns from (`training_documents`:
+    the training split less any left-out fold) or, with `held_out`, the held-out split."""
+    from ..datasets.contractnli import load_contractnli, split_documents, training_documents
+
+    docs, hypotheses = load_contractnli(cfg.contractnli_path)
+    if held_out:
+        return split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)[1], hypotheses
+    chosen = training_documents(
+        docs, cfg.contractnli_validation_fraction, cfg.contractnli_split_seed, cfg.contractnli_folds, cfg.contractnli_left_out_fold
+    )
+    return chosen, hypotheses
+
+
 def evidenced_lines(cfg: TrainConfig, held_out: bool = False) -> list[dict]:
     """One line per ContractNLI training document (or, with `held_out`, per held-out document) asking
     all its hypotheses, with gold evidence."""
     if not cfg.contractnli_path:
         return []
-    from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+    from ..datasets.contractnli import to_requests
 
-    docs, hypotheses = load_contractnli(cfg.contractnli_path)
-    train_docs, validation_docs = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
+    docs, hypotheses = contractnli_documents(cfg, held_out)
     lines = []
-    for doc in validation_docs if held_out else train_docs:
+    for doc in docs:
         groups = to_requests(doc, hypotheses, group_size=MAX_QUESTIONS)
         merged = dict(groups[0], questions=[q for g in groups for q in g["questions"]])
         merged["evidence"] = {k: v for g in groups for k, v in g["evidence"].items()}

@@ -156,10 +156,10 @@ def training_lines(cfg: TrainConfig, epoch: int, rng: random.Random) -> list[dic
 
     lines = generate_groups("train", cfg.generated_groups_per_epoch, seed=cfg.seed)
     if cfg.contractnli_path:
-        from ..datasets.contractnli import load_contractnli, split_documents, to_requests
+        from ..datasets.contractnli import to_requests
+        from .loop import contractnli_documents
 
-        docs, hypotheses = load_contractnli(cfg.contractnli_path)
-        train_docs, _ = split_documents(docs, cfg.contractnli_validation_fraction, seed=cfg.contractnli_split_seed)
+        train_docs, hypotheses = contractnli_documents(cfg)
         for _ in range(cfg.contractnli_repeats):
             for doc in train_docs:
                 lines.extend(to_requests(doc, hypotheses, group_size=rng.randint(2, MAX_QUESTIONS), rng=rng))

@@ -1,7 +1,9 @@
 """The bundled model's whole recipe from the base encoder, one stage after another.
 
 Each stage is one `decision-engine` command onto the checkpoint the stage before it wrote, into its own
-folder under the recipe's folder (`01-reader`, `02-evidence-pointer`, ...). `recipe.json` there records
+folder under the recipe's folder (`01-reader`, `02-evidence-pointer`, ...). The heads are fitted over
+one reader; the reader the model ships is trained apart from them (the answer-layers loop) and grafted
+under them, and its confidence maps on ContractNLI are cross-fitted last. `recipe.json` there records
 each finished stage and its minutes, so running the recipe again skips what is done and goes on from
 the first stage not finished; the reader's own run resumes from its last finished epoch
 (`train --resume`).
@@ -22,10 +24,13 @@ RECORD = "recipe.json"
 @dataclass(frozen=True)
 class Stage:
     """One command of the recipe; "{model}", "{out}" and "{contractnli}" in its arguments stand for the
-    checkpoint before it, its own folder and the ContractNLI file."""
+    checkpoint before it, its own folder and the ContractNLI file, and an earlier stage's name (with
+    underscores for hyphens, "{answer_layers_reader}") for that stage's folder. A stage that does not
+    `continue_chain` writes a checkpoint the stages after it name, not the one they continue."""
 
     name: str
     args: tuple[str, ...]
+    continue_chain: bool = True
 
 
 def _onto(command: str, *rest: str) -> tuple[str, ...]:
@@ -33,7 +38,7 @@ def _onto(command: str, *rest: str) -> tuple[str, ...]:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("reader", ("train", "--config", "shipped", "--contractnli", "{contractnli}", "--out", "{out}")),
+    Stage("reader", ("train", "--config", "heads-reader", "--contractnli", "{contractnli}", "--out", "{out}")),
     Stage("evidence-pointer", _onto("fit-pointer", "--evidence-only", "--contractnli", "{contractnli}")),
     Stage("value-choosers", _onto(
         "fit-chooser", "--groups", "1000", "--epochs", "20", "--question-variants", "2", "--reword-documents")),
@@ -52,6 +57,14 @@ STAGES: tuple[Stage, ...] = (
     Stage("value-agreement-reader", _onto(
         "fit-value-agreement", "--groups", "3200", "--epochs", "5", "--question-variants", "2",
         "--int8", "agreement_reader,value_agreement_reader")),
+    # the reader the model ships, under the heads above
+    Stage(
+        "answer-layers-reader", ("train", "--config", "shipped", "--contractnli", "{contractnli}", "--out", "{out}"),
+        continue_chain=False,
+    ),
+    Stage("graft", ("graft-heads", "--reader", "{answer_layers_reader}", "--heads", "{model}", "--out", "{out}")),
+    Stage("cross-fitted-hypothesis-calibration", _onto(
+        "calibrate", "--contractnli", "{contractnli}", "--groups", "0", "--kinds", "hypothesis", "--cross-fit", "2")),
 )
 
 
@@ -67,9 +80,13 @@ def stage_folder(out: Path, index: int, stage: Stage) -> Path:
     return out / f"{index + 1:02d}-{stage.name}"
 
 
-def stage_args(stage: Stage, model: Path | None, folder: Path, contractnli: str) -> list[str]:
-    """The stage's command line, its placeholders filled in; the reader resumes where it has a resume file."""
-    args = [a.format(model=model, out=folder, contractnli=contractnli) for a in stage.args]
+def stage_args(
+    stage: Stage, model: Path | None, folder: Path, contractnli: str, earlier: dict[str, Path] | None = None
+) -> list[str]:
+    """The stage's command line, its placeholders filled in (`earlier`: the folders of the stages before
+    it, by name); a reader resumes where it has a resume file."""
+    named = {name.replace("-", "_"): path for name, path in (earlier or {}).items()}
+    args = [a.format(model=model, out=folder, contractnli=contractnli, **named) for a in stage.args]
     if stage.args[0] == "train" and (folder / "resume.pt").exists():
         args.append("--resume")
     return args
@@ -94,22 +111,25 @@ def run_recipe(
     path = out / RECORD
     record = json.loads(path.read_text()) if path.exists() else {"stages": {}}
     model: Path | None = None
+    earlier: dict[str, Path] = {}
     for index, stage in enumerate(stages):
         folder = stage_folder(out, index, stage)
         if stage.name in record["stages"]:
-            model = folder
+            earlier[stage.name] = folder
+            model = folder if stage.continue_chain else model
             continue
-        args = stage_args(stage, model, folder, contractnli)
+        args = stage_args(stage, model, folder, contractnli, earlier)
         log(f"stage {index + 1}/{len(stages)} {stage.name}: decision-engine {' '.join(args)}")
         began = time.monotonic()
         code = run_command(args)
         if code != 0:
             raise StageFailed(stage.name, code)
         minutes = (time.monotonic() - began) / 60
-        model = folder
+        earlier[stage.name] = folder
+        model = folder if stage.continue_chain else model
         record["stages"][stage.name] = {"folder": folder.name, "minutes": round(minutes, 2)}
         record["total_minutes"] = round(sum(s["minutes"] for s in record["stages"].values()), 2)
-        record["model"] = str(model)  # the newest checkpoint; the last stage's once all are done
+        record["model"] = str(model)  # the newest checkpoint the stages continue; the last stage's once all are done
         _write_record(out, record)
         log(f"stage {stage.name} done in {minutes:.1f} minutes")
     return record

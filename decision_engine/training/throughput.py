@@ -6,10 +6,11 @@ CPU-second of each:
 
 - `plain`: the context-window loop (320 document tokens beside the questions), the loop of the models
   bundled before the span pointer;
-- `pointed`: the span-pointer loop of the `shipped` preset, every layer trained over each question and
-  its own evidence;
-- `answer_layers`: the same examples, the prefix states encoded once by the frozen base and reused, the
-  answer layers trained on top (`TrainConfig.answer_layers`, training/prefix_cache.py). Its one-time
+- `pointed`: the span-pointer loop of the `heads-reader` preset (the bundled reader's until 2026-12-07),
+  every layer trained over each question and its own evidence;
+- `answer_layers`: the bundled reader's loop (the `shipped` preset): the same examples, the prefix
+  states encoded once by the frozen base and reused, the answer layers trained on top
+  (`TrainConfig.answer_layers`, training/prefix_cache.py). Its one-time
   encoding is reported apart and spread over one pass and over `--epochs` passes.
 """
 
@@ -39,7 +40,7 @@ def _cpu_seconds() -> float:
 
 
 def _config(contractnli: str, **changes) -> TrainConfig:
-    base = {**PRESETS["shipped"], "contractnli_path": contractnli, "pointer_epochs": 0, "chooses_values": False}
+    base = {**PRESETS["heads-reader"], "contractnli_path": contractnli, "pointer_epochs": 0, "chooses_values": False}
     return TrainConfig(**{**base, **changes})
 
 

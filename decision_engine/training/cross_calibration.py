@@ -1,0 +1,80 @@
+"""Calibration answers on ContractNLI from readers that never saw the documents they decide.
+
+A reader is surer of itself on the documents it was trained on than on new ones, so maps fitted on
+its own training documents misjudge how sure it should be on new contracts. Cross-fitting deals the
+training documents into folds; for each fold a reader is trained as the checkpoint's own reader was
+(its recorded training config) on every other fold, grafted under the checkpoint's heads
+(`training/graft.py`), and decides the fold it never saw. The heads are the checkpoint's own: they
+were fitted on every training document, so only the reader's familiarity is taken out.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ..datasets.contractnli import deal_documents, load_contractnli, to_requests, training_documents
+from ..evaluation import labelled_groups
+from .calibration_fit import MODES, collect_answers
+from .config import TrainConfig
+
+
+def recorded_reader_config(folder: Path) -> TrainConfig:
+    """The training config the checkpoint's reader was trained with; ValueError where it records none
+    or where its reader continued from another checkpoint (which saw every fold)."""
+    meta = json.loads((folder / "config.json").read_text())
+    if not meta.get("train_config"):
+        raise ValueError(f"{folder} records no training config for its reader, so no reader can be trained as it was")
+    cfg = TrainConfig.from_dict(meta["train_config"], f"{folder}'s recorded training config")
+    if cfg.init_from:
+        raise ValueError(
+            f"{folder}'s reader continued from {cfg.init_from}, which saw every ContractNLI training document: "
+            "its folds cannot be left out"
+        )
+    return cfg
+
+
+def cross_fitted_answers(
+    folder: Path,
+    contractnli: Path,
+    folds: int,
+    device: str = "cpu",
+    log: Callable[[str], None] = print,
+) -> tuple[list[tuple[str, float, bool]], dict]:
+    """("mode:kind", raw confidence, right) of every answer chosen on the ContractNLI training documents,
+    each decided by a reader trained without its fold, under `folder`'s heads; and a record of the run."""
+    from ..factory import build_engine
+    from ..models import open_model
+    from .graft import graft_heads
+    from .loop import train
+
+    if folds < 2:
+        raise ValueError("cross-fitting needs at least 2 folds")
+    cfg = replace(recorded_reader_config(folder), contractnli_path=str(contractnli), contractnli_folds=folds)
+    docs, hypotheses = load_contractnli(contractnli)
+    dealt = deal_documents(
+        training_documents(docs, cfg.contractnli_validation_fraction, cfg.contractnli_split_seed), folds, cfg.contractnli_split_seed
+    )
+    answers: list[tuple[str, float, bool]] = []
+    minutes = []
+    with tempfile.TemporaryDirectory(prefix="cross-fit-") as work:
+        for k, fold in enumerate(dealt):
+            started = time.monotonic()
+            reader, grafted = Path(work) / f"reader-{k}", Path(work) / f"grafted-{k}"
+            log(f"cross-fit: fold {k + 1}/{folds}: training a reader without its {len(fold)} documents")
+            train(replace(cfg, contractnli_left_out_fold=k), reader, device, log=log)
+            graft_heads(reader, folder, grafted)
+            model = open_model(grafted, device=device)
+            model.calibration = None  # raw confidences, as `calibrate` fits them
+            engine = build_engine(model=model)
+            groups = labelled_groups(line for doc in fold for line in to_requests(doc, hypotheses))
+            for mode in MODES:
+                answers += collect_answers(engine, groups, mode)
+            minutes.append(round((time.monotonic() - started) / 60, 2))
+            log(f"cross-fit: fold {k + 1}/{folds} decided in {minutes[-1]} minutes ({len(answers)} answers so far)")
+    record = {"cross_fitted_folds": folds, "cross_fitted_documents": sum(len(f) for f in dealt), "fold_minutes": minutes}
+    return answers, record
