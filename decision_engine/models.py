@@ -64,7 +64,8 @@ def open_model(
     random_weights: bool = False,
 ) -> DenoisingModel:
     """The checkpoint in folder `path`, with the backend its config.json calls for (`MODEL_KINDS`), or with
-    no path the bundled weights (the base encoder with an untrained head when none ship). `dllm_options`
+    no path or "bundled" (as the training commands name it) the bundled weights (the base encoder with an
+    untrained head when none ship). `dllm_options`
     (a `MaskedDLLMOptions`) fills in what a masked diffusion LLM's config.json leaves out; given for a
     checkpoint of another kind, it is an error. With `random_weights` (benchmarks only; diffusion-gemma
     and masked-dllm folders) no weights are read: the model is built from config.json on `device` in
@@ -75,7 +76,7 @@ def open_model(
     if problem := unavailable_device(device):
         raise ModelLoadError(problem)
 
-    if path is None:
+    if path is None or str(path) == "bundled":
         bundled = BUNDLED_WEIGHTS if (BUNDLED_WEIGHTS / "config.json").is_file() else None
         return load_native(bundled, device)
     folder = Path(path)

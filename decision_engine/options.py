@@ -79,7 +79,7 @@ def add_engine_arguments(
     --device and --retrieval. `devices` restricts --device."""
     defaults = EngineOptions()
     if model:
-        parser.add_argument("--model", help="checkpoint folder (default: the bundled model)")
+        parser.add_argument("--model", help='checkpoint folder, or "bundled" (the default: the bundled model)')
         parser.add_argument("--trust-remote-code", action="store_true", help="allow a Hugging Face model's own code")
         parser.add_argument("--mask-token-id", type=_natural, help="masked diffusion LLMs: the mask token's id")
         parser.add_argument("--block-size", type=positive_int, help="masked diffusion LLMs: the diffusion block size")

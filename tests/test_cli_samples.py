@@ -63,3 +63,13 @@ def test_table_output_shows_every_question(tiny_backend, monkeypatch, capsys):
     for item in read_requests(SAMPLES[0]):
         assert f"== {item.id}" in out
         assert all(f"{q.id}:" in out for q in item.request.questions)
+
+
+def test_model_bundled_names_the_bundled_weights_as_the_training_commands_do(capsys):
+    def answers() -> list:
+        return [msgspec.json.decode(line)["answers"] for line in capsys.readouterr().out.splitlines()]
+
+    assert main(["decide", str(SAMPLES[0]), "--json", "--model", "bundled"]) == 0
+    named = answers()
+    assert main(["decide", str(SAMPLES[0]), "--json"]) == 0
+    assert named == answers() and named

@@ -91,3 +91,15 @@ def test_calibrate_cross_fit_refuses_a_reader_that_continued_from_another_checkp
     args = ["calibrate", "--model", str(tmp_path / "continued"), "--out", str(tmp_path / "o"), "--contractnli", str(path)]
     assert main([*args, "--groups", "0", "--cross-fit", "2"]) == 2
     assert "continued from bundled, which saw every ContractNLI training document" in capsys.readouterr().err
+
+
+def test_fold_readers_cut_documents_as_the_checkpoints_reader_was_trained_to(tmp_path):
+    from decision_engine.training.cross_calibration import recorded_reader_config
+
+    def recorded(training: dict) -> str:
+        (tmp_path / "config.json").write_text(json.dumps({"train_config": {"name": "r"}, "training": training}))
+        return recorded_reader_config(tmp_path)[1]
+
+    assert recorded({"retrieval": "lexical"}) == "lexical"
+    assert recorded({"retrieval": "hybrid", "grafted_reader": {"retrieval": "lexical"}}) == "lexical"  # the grafted reader's
+    assert recorded({"retrieval": "pointed"}) == "leading"  # a pointing reader lays out its own evidence

@@ -10,7 +10,7 @@ import torch
 from decision_engine.int8 import int8_available
 from sample_decisions import FIXTURE, decide_samples
 
-NEAR_TIE = 0.45  # a float32 answer this unsure may come out otherwise in bfloat16 or int8
+NEAR_TIE = 0.55  # a float32 answer this unsure may come out otherwise in bfloat16 or int8 (a boolean at 0.50 is a coin toss)
 MAX_FLIPPED = 2  # of the samples' 126 answers
 INT8_CONFIDENCE_SHIFT = 0.1  # int8 moved the samples' confidences by up to 0.08 (2026-12-06)
 

@@ -20,13 +20,17 @@ from pathlib import Path
 from ..datasets.contractnli import deal_documents, load_contractnli, to_requests, training_documents
 from ..evaluation import labelled_groups
 from .calibration_fit import MODES, collect_answers
+from ..options import RETRIEVALS
 from .config import TrainConfig
 
 
-def recorded_reader_config(folder: Path) -> TrainConfig:
-    """The training config the checkpoint's reader was trained with; ValueError where it records none
-    or where its reader continued from another checkpoint (which saw every fold)."""
+def recorded_reader_config(folder: Path) -> tuple[TrainConfig, str]:
+    """The training config the checkpoint's reader was trained with, and how its documents were cut to
+    the context ("pointed" readers ignore it); ValueError where it records no config or where its
+    reader continued from another checkpoint (which saw every fold)."""
     meta = json.loads((folder / "config.json").read_text())
+    training = meta.get("training", {})
+    retrieval = training.get("grafted_reader", training).get("retrieval")
     if not meta.get("train_config"):
         raise ValueError(f"{folder} records no training config for its reader, so no reader can be trained as it was")
     cfg = TrainConfig.from_dict(meta["train_config"], f"{folder}'s recorded training config")
@@ -35,7 +39,7 @@ def recorded_reader_config(folder: Path) -> TrainConfig:
             f"{folder}'s reader continued from {cfg.init_from}, which saw every ContractNLI training document: "
             "its folds cannot be left out"
         )
-    return cfg
+    return cfg, retrieval if retrieval in RETRIEVALS else "leading"
 
 
 def cross_fitted_answers(
@@ -54,7 +58,8 @@ def cross_fitted_answers(
 
     if folds < 2:
         raise ValueError("cross-fitting needs at least 2 folds")
-    cfg = replace(recorded_reader_config(folder), contractnli_path=str(contractnli), contractnli_folds=folds)
+    recorded, retrieval = recorded_reader_config(folder)
+    cfg = replace(recorded, contractnli_path=str(contractnli), contractnli_folds=folds)
     docs, hypotheses = load_contractnli(contractnli)
     dealt = deal_documents(
         training_documents(docs, cfg.contractnli_validation_fraction, cfg.contractnli_split_seed), folds, cfg.contractnli_split_seed
@@ -66,7 +71,7 @@ def cross_fitted_answers(
             started = time.monotonic()
             reader, grafted = Path(work) / f"reader-{k}", Path(work) / f"grafted-{k}"
             log(f"cross-fit: fold {k + 1}/{folds}: training a reader without its {len(fold)} documents")
-            train(replace(cfg, contractnli_left_out_fold=k), reader, device, log=log)
+            train(replace(cfg, contractnli_left_out_fold=k), reader, device, log=log, retrieval=retrieval)
             graft_heads(reader, folder, grafted)
             model = open_model(grafted, device=device)
             model.calibration = None  # raw confidences, as `calibrate` fits them
