@@ -137,8 +137,8 @@ PRESETS: dict[str, dict] = {
     # The reader the bundled model's heads are fitted over, and the bundled reader until 2026-12-07: from
     # the base encoder with the span pointer, each question reading only its own evidence, and two value
     # choosers for integer and date slots, one per cue (about 40 minutes on a 2-core CPU). The six-stage
-    # recipe of the model bundled before it is `cpu` and experiments/cpu-*.json (its last stage:
-    # experiments/cpu-stage6.json).
+    # recipe of the model bundled before it is experiments/cpu.json, then the other experiments/cpu-*.json
+    # (its last stage: experiments/cpu-stage6.json).
     "heads-reader": dict(
         name="pointed-base", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
         chooser_cue="both",

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..datasets.contractnli import deal_documents, load_contractnli, to_requests, training_documents
 from ..evaluation import labelled_groups
-from .calibration_fit import MODES, collect_answers
 from ..options import RETRIEVALS
+from .calibration_fit import MODES, collect_answers
 from .config import TrainConfig
 
 
