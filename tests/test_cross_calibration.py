@@ -103,3 +103,35 @@ def test_fold_readers_cut_documents_as_the_checkpoints_reader_was_trained_to(tmp
     assert recorded({"retrieval": "lexical"}) == "lexical"
     assert recorded({"retrieval": "hybrid", "grafted_reader": {"retrieval": "lexical"}}) == "lexical"  # the grafted reader's
     assert recorded({"retrieval": "pointed"}) == "leading"  # a pointing reader lays out its own evidence
+
+
+def test_a_cross_fit_stopped_after_a_fold_goes_on_from_the_next(tmp_path, monkeypatch, capsys):
+    import decision_engine.training.loop as loop
+    from decision_engine.training.calibration_fit import cross_fit_folder
+
+    path = write_contractnli(tmp_path, documents=10)
+    checkpoint = tmp_path / "smoke"
+    assert main(["train", "--config", "smoke", "--out", str(checkpoint), "--retrieval", "leading"]) == 0
+    out = tmp_path / "cross-fitted"
+    args = ["calibrate", "--model", str(checkpoint), "--out", str(out), "--contractnli", str(path), "--groups", "0",
+            "--cross-fit", "2", "--kinds", "enum"]
+    real_train, trained = loop.train, []
+
+    def train_then_stop(cfg, *rest, **options):
+        trained.append(cfg.contractnli_left_out_fold)
+        if len(trained) == 2:
+            raise KeyboardInterrupt  # the machine stops during the second fold's reader
+        return real_train(cfg, *rest, **options)
+
+    monkeypatch.setattr(loop, "train", train_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        main(args)
+    assert (cross_fit_folder(out) / "fold-0.json").exists() and not out.exists()
+    capsys.readouterr()
+    assert main(args) == 0
+    assert trained == [0, 1, 1]  # the first fold is not trained again
+    assert "fold 1/2 was decided before" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["training"]["calibration"]["answers"] == {
+        "joint:enum": 24, "independent:enum": 24
+    }
+    assert not cross_fit_folder(out).exists()  # removed once the maps are written

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -97,13 +98,22 @@ def calibrate_checkpoint(
         "contractnli_groups": len(groups) - len(lines), "generated_groups": len(lines),
         **({"reworded": True} if reword else {}),
     }
-    if cross_fit and contractnli:
+    crossing = bool(cross_fit and contractnli)
+    if crossing:
         from .cross_calibration import cross_fitted_answers
 
-        crossed, cross_record = cross_fitted_answers(folder, contractnli, cross_fit, device, log)
+        crossed, cross_record = cross_fitted_answers(folder, contractnli, cross_fit, cross_fit_folder(out), device, log)
         answers += crossed
         record |= cross_record
-    return write_calibration(folder, out, answers, kinds, record, started, log)
+    written = write_calibration(folder, out, answers, kinds, record, started, log)
+    if crossing:  # the folds' readers and answers are kept until the maps are written
+        shutil.rmtree(cross_fit_folder(out), ignore_errors=True)
+    return written
+
+
+def cross_fit_folder(out: Path) -> Path:
+    """Where `calibrate --cross-fit` keeps its folds' readers and answers until `out` is written."""
+    return out.with_name(out.name + ".cross-fit")
 
 
 def write_calibration(

@@ -11,7 +11,6 @@ were fitted on every training document, so only the reader's familiarity is take
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -46,16 +45,16 @@ def cross_fitted_answers(
     folder: Path,
     contractnli: Path,
     folds: int,
+    work: Path,
     device: str = "cpu",
     log: Callable[[str], None] = print,
 ) -> tuple[list[tuple[str, float, bool]], dict]:
     """("mode:kind", raw confidence, right) of every answer chosen on the ContractNLI training documents,
-    each decided by a reader trained without its fold, under `folder`'s heads; and a record of the run."""
-    from ..factory import build_engine
-    from ..models import open_model
-    from .graft import graft_heads
-    from .loop import train
+    each decided by a reader trained without its fold, under `folder`'s heads; and a record of the run.
 
+    Each fold's reader, graft and answers are kept in `work` (`fold-K.json` once the fold is decided),
+    so a run started again after an interruption goes on from the first fold not decided, its reader
+    from its last finished epoch; the caller removes `work` once the maps are written."""
     if folds < 2:
         raise ValueError("cross-fitting needs at least 2 folds")
     recorded, retrieval = recorded_reader_config(folder)
@@ -64,22 +63,47 @@ def cross_fitted_answers(
     dealt = deal_documents(
         training_documents(docs, cfg.contractnli_validation_fraction, cfg.contractnli_split_seed), folds, cfg.contractnli_split_seed
     )
+    work.mkdir(parents=True, exist_ok=True)
     answers: list[tuple[str, float, bool]] = []
     minutes = []
-    with tempfile.TemporaryDirectory(prefix="cross-fit-") as work:
-        for k, fold in enumerate(dealt):
+    for k, fold in enumerate(dealt):
+        done = work / f"fold-{k}.json"
+        what = {"heads": str(folder), "folds": folds, "documents": [d.id for d in fold]}
+        kept = json.loads(done.read_text()) if done.exists() else None
+        if kept is None or kept["fold"] != what:  # none yet, or one of another checkpoint or deal
             started = time.monotonic()
-            reader, grafted = Path(work) / f"reader-{k}", Path(work) / f"grafted-{k}"
-            log(f"cross-fit: fold {k + 1}/{folds}: training a reader without its {len(fold)} documents")
-            train(replace(cfg, contractnli_left_out_fold=k), reader, device, log=log, retrieval=retrieval)
-            graft_heads(reader, folder, grafted)
-            model = open_model(grafted, device=device)
-            model.calibration = None  # raw confidences, as `calibrate` fits them
-            engine = build_engine(model=model)
-            groups = labelled_groups(line for doc in fold for line in to_requests(doc, hypotheses))
-            for mode in MODES:
-                answers += collect_answers(engine, groups, mode)
-            minutes.append(round((time.monotonic() - started) / 60, 2))
-            log(f"cross-fit: fold {k + 1}/{folds} decided in {minutes[-1]} minutes ({len(answers)} answers so far)")
+            fold_answers = _decide_fold(
+                replace(cfg, contractnli_left_out_fold=k), folder, fold, hypotheses, work, retrieval, device, log
+            )
+            kept = {"fold": what, "answers": fold_answers, "minutes": round((time.monotonic() - started) / 60, 2)}
+            partial = done.with_suffix(".partial")
+            partial.write_text(json.dumps(kept))
+            partial.replace(done)
+        else:
+            log(f"cross-fit: fold {k + 1}/{folds} was decided before ({done})")
+        answers += [(key, confidence, ok) for key, confidence, ok in kept["answers"]]
+        minutes.append(kept["minutes"])
+        log(f"cross-fit: fold {k + 1}/{folds} decided in {minutes[-1]} minutes ({len(answers)} answers so far)")
     record = {"cross_fitted_folds": folds, "cross_fitted_documents": sum(len(f) for f in dealt), "fold_minutes": minutes}
     return answers, record
+
+
+def _decide_fold(cfg: TrainConfig, folder: Path, fold, hypotheses, work: Path, retrieval: str, device: str, log) -> list:
+    """Train the reader that leaves out fold `cfg.contractnli_left_out_fold` (going on from its last
+    finished epoch where an earlier run stopped), graft it under `folder`'s heads and decide the fold."""
+    from ..factory import build_engine
+    from ..models import open_model
+    from .graft import graft_heads
+    from .loop import train
+
+    k = cfg.contractnli_left_out_fold
+    reader, grafted = work / f"reader-{k}", work / f"grafted-{k}"
+    log(f"cross-fit: fold {k + 1}/{cfg.contractnli_folds}: training a reader without its {len(fold)} documents")
+    resume = (reader / "resume.pt").exists()
+    train(cfg, reader, device, log=log, retrieval=retrieval, resume=resume)
+    graft_heads(reader, folder, grafted)
+    model = open_model(grafted, device=device)
+    model.calibration = None  # raw confidences, as `calibrate` fits them
+    engine = build_engine(model=model)
+    groups = labelled_groups(line for doc in fold for line in to_requests(doc, hypotheses))
+    return [answer for mode in MODES for answer in collect_answers(engine, groups, mode)]
