@@ -91,6 +91,10 @@ def test_calibrate_cross_fit_refuses_a_reader_that_continued_from_another_checkp
     args = ["calibrate", "--model", str(tmp_path / "continued"), "--out", str(tmp_path / "o"), "--contractnli", str(path)]
     assert main([*args, "--groups", "0", "--cross-fit", "2"]) == 2
     assert "continued from bundled, which saw every ContractNLI training document" in capsys.readouterr().err
+    save_checkpoint(random_model(BlockDiffusionConfig.from_name("tiny")), tmp_path / "unrecorded", "unrecorded")
+    args[2] = str(tmp_path / "unrecorded")
+    assert main([*args, "--groups", "0", "--cross-fit", "2"]) == 2
+    assert "records no training config for its reader" in capsys.readouterr().err
 
 
 def test_fold_readers_cut_documents_as_the_checkpoints_reader_was_trained_to(tmp_path):
