@@ -131,6 +131,10 @@ def test_a_cross_fit_stopped_after_a_fold_goes_on_from_the_next(tmp_path, monkey
     with pytest.raises(KeyboardInterrupt):
         main(args)
     assert (cross_fit_folder(out) / "fold-0.json").exists() and not out.exists()
+    # a reader begun for another deal of the documents is not gone on from: it starts again
+    (cross_fit_folder(out) / "fold-1.begun.json").write_text(json.dumps({"documents": ["other"]}))
+    (cross_fit_folder(out) / "reader-1").mkdir(exist_ok=True)
+    (cross_fit_folder(out) / "reader-1" / "resume.pt").write_bytes(b"not a resume file")
     capsys.readouterr()
     assert main(args) == 0
     assert trained == [0, 1, 1]  # the first fold is not trained again

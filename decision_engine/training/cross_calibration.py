@@ -11,6 +11,7 @@ were fitted on every training document, so only the reader's familiarity is take
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -71,6 +72,10 @@ def cross_fitted_answers(
         what = {"heads": str(folder), "folds": folds, "documents": [d.id for d in fold]}
         kept = json.loads(done.read_text()) if done.exists() else None
         if kept is None or kept["fold"] != what:  # none yet, or one of another checkpoint or deal
+            begun = work / f"fold-{k}.begun.json"
+            if not begun.exists() or json.loads(begun.read_text()) != what:  # a reader begun for another deal
+                shutil.rmtree(work / f"reader-{k}", ignore_errors=True)
+                begun.write_text(json.dumps(what))
             started = time.monotonic()
             fold_answers = _decide_fold(
                 replace(cfg, contractnli_left_out_fold=k), folder, fold, hypotheses, work, retrieval, device, log
