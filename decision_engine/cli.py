@@ -416,9 +416,9 @@ def _int8_parts(args: argparse.Namespace) -> list[str]:
 def _fit_part(args: argparse.Namespace, fit) -> int:
     """Fit one chooser onto a checkpoint (`fit(folder, out, groups, epochs, seed, log=, held_out=)`)."""
     from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS
+    from .models import checkpoint_folder
 
-    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    folder = checkpoint_folder(args.model)
     if args.groups < 1 or args.epochs < 1:
         print("error: --groups and --epochs must be at least 1", file=sys.stderr)
         return EXIT_INVALID
@@ -444,10 +444,10 @@ def _fit_part(args: argparse.Namespace, fit) -> int:
 
 def _fit_pointer(args: argparse.Namespace) -> int:
     from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS
+    from .models import checkpoint_folder
     from .training.pointer import refit_pointer
 
-    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    folder = checkpoint_folder(args.model)
     if args.epochs < 1 or args.identity_penalty < 0:
         print("error: --epochs must be at least 1 and --identity-penalty at least 0", file=sys.stderr)
         return EXIT_INVALID
@@ -483,10 +483,10 @@ def _train_all(args: argparse.Namespace) -> int:
 
 def _graft_heads(args: argparse.Namespace) -> int:
     from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS
+    from .models import checkpoint_folder
     from .training.graft import graft_heads
 
-    reader, heads = (BUNDLED_WEIGHTS if a == "bundled" else Path(a) for a in (args.reader, args.heads))
+    reader, heads = checkpoint_folder(args.reader), checkpoint_folder(args.heads)
     try:
         grafted = graft_heads(reader, heads, Path(args.out), names=(args.reader, args.heads))
     except ModelLoadError as error:
@@ -524,9 +524,9 @@ def _fit_on_contractnli(args: argparse.Namespace, fit) -> int:
     from .datasets.contractnli import ContractNliError
     from .factory import build_engine
     from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS, open_model
+    from .models import checkpoint_folder, open_model
 
-    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    folder = checkpoint_folder(args.model)
     if not Path(args.contractnli).is_file():
         print(f"error: --contractnli {args.contractnli}: no such file", file=sys.stderr)
         return EXIT_INVALID
@@ -544,10 +544,10 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .factory import build_engine
     from .kinds import all_kinds
     from .model.loader import ModelLoadError
-    from .models import BUNDLED_WEIGHTS, open_model
+    from .models import checkpoint_folder, open_model
     from .training.calibration_fit import calibrate_checkpoint
 
-    folder = BUNDLED_WEIGHTS if args.model == "bundled" else Path(args.model)
+    folder = checkpoint_folder(args.model)
     if args.contractnli and (problem := _contractnli_problem(args.contractnli)):
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID

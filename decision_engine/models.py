@@ -12,6 +12,12 @@ from .model.loader import ModelLoadError
 BUNDLED_WEIGHTS = Path(__file__).resolve().parent / "weights"
 
 
+def checkpoint_folder(name: str) -> Path:
+    """The checkpoint folder a command's `--model` (or `--reader`, `--heads`, `init_from`) names:
+    "bundled" is the bundled weights."""
+    return BUNDLED_WEIGHTS if name == "bundled" else Path(name)
+
+
 MODEL_KINDS = {  # what --model accepts, told apart by the folder's config.json
     "native": 'this project\'s block-diffusion checkpoint (config.json with "config" and "name")',
     "hf-masked-lm": "a transformers masked LM (BERT, ModernBERT)",

@@ -11,10 +11,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ..retrieval.coverage import evidence_recall as ranges_recall
 from ..retrieval.spans import Span
 from ..types import MAX_QUESTIONS
+
+T = TypeVar("T")
 
 LABELS = ("entailment", "contradiction", "not mentioned")
 LABEL_OF = {"Entailment": "entailment", "Contradiction": "contradiction", "NotMentioned": "not mentioned"}
@@ -79,14 +82,18 @@ def split_documents(
     return train, validation
 
 
-def deal_documents(docs: Sequence[NliDocument], folds: int, seed: int = 0) -> list[list[NliDocument]]:
-    """The documents dealt into `folds` folds of near-equal size, in a seeded order of their ids; same
-    seed, same folds."""
+def deal(items: Sequence[T], folds: int, seed: int | str) -> list[list[T]]:
+    """`items` dealt into `folds` folds of near-equal size, in a seeded shuffle of their order."""
     if folds < 1:
         raise ValueError("folds must be at least 1")
-    order = sorted(docs, key=lambda d: d.id)
-    random.Random(f"folds:{seed}").shuffle(order)
+    order = list(items)
+    random.Random(seed).shuffle(order)
     return [order[k::folds] for k in range(folds)]
+
+
+def deal_documents(docs: Sequence[NliDocument], folds: int, seed: int = 0) -> list[list[NliDocument]]:
+    """The documents dealt into `folds` folds (`deal`) in the order of their ids; same seed, same folds."""
+    return deal(sorted(docs, key=lambda d: d.id), folds, f"folds:{seed}")
 
 
 def training_documents(

@@ -12,9 +12,9 @@ on every document, which never saw them either: it is the one the checkpoint shi
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Callable, Sequence
 
+from ..datasets.contractnli import deal
 from ..decoding.layout import ContextChoice
 from ..reader.span_pointer import SpanPointer
 from ..retrieval.pointed import PointedContext, QuestionEvidence
@@ -26,9 +26,7 @@ def document_key(text: str) -> str:
 
 def deal_folds(lines: Sequence[dict], folds: int, seed: int) -> list[list[dict]]:
     """The lines (one per document) dealt into `folds` folds of near-equal size, in a seeded order."""
-    order = list(lines)
-    random.Random(seed).shuffle(order)
-    return [order[k::folds] for k in range(folds)]
+    return deal(lines, folds, seed)
 
 
 class CrossFittedContext:

@@ -79,9 +79,9 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
 
 def continued_folder(cfg: TrainConfig) -> Path:
     """The checkpoint folder a continued run (`init_from`) starts from."""
-    from ..models import BUNDLED_WEIGHTS
+    from ..models import checkpoint_folder
 
-    return BUNDLED_WEIGHTS if cfg.init_from == "bundled" else Path(cfg.init_from)
+    return checkpoint_folder(cfg.init_from)
 
 
 # Written by this run's `train`; everything else a continued checkpoint's config.json holds (the
