@@ -508,11 +508,15 @@ def _fit_verdict(args: argparse.Namespace) -> int:
     if args.epochs < 1 or args.rank < 1:
         print("error: --epochs and --rank must be at least 1", file=sys.stderr)
         return EXIT_INVALID
+    if args.drills < 0:
+        print("error: --drills must be 0 or more", file=sys.stderr)
+        return EXIT_INVALID
 
     def fit(engine, folder, out, contractnli, log):
         int8 = _int8_parts(args)
         return add_verdict_reader(
-            engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8
+            engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8,
+            drills=args.drills,
         )
 
     return _fit_on_contractnli(args, fit)
@@ -816,6 +820,11 @@ def build_parser() -> argparse.ArgumentParser:
     verdicts.add_argument("--seed", type=int, default=0, help="the document split's seed, as in training")
     verdicts.add_argument(
         "--wide", action="store_true", help="update the attention output and feed-forward projections too (about 1.3 MB at rank 16)"
+    )
+    verdicts.add_argument(
+        "--drills", type=int, default=0,
+        help="hypothesis drills to learn from as well: training documents' own sentences asked back as entailed, "
+        "turned or changed (contradicted) and asked of a document on another subject (not mentioned)",
     )
     _add_int8_argument(verdicts, "comparison_chooser")
     verdicts.set_defaults(func=_fit_verdict)

@@ -128,6 +128,8 @@ def test_fit_verdict_names_what_it_cannot_use(tmp_path, capsys):
     args = check_names_what_it_cannot_use("fit-verdict", tmp_path, capsys)
     assert main([*args, str(tmp_path / "bad.json"), "--epochs", "0"]) == 2
     assert "--epochs" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "bad.json"), "--drills", "-1"]) == 2
+    assert "--drills" in capsys.readouterr().err
 
 
 def test_fit_verdict_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alone(tmp_path, capsys):
@@ -142,9 +144,10 @@ def test_fit_verdict_fits_a_reader_the_loaded_model_uses_and_leaves_the_rest_alo
     capsys.readouterr()
     out = tmp_path / "verdicts"
     args = ["fit-verdict", "--model", str(tmp_path / "model"), "--out", str(out), "--contractnli", str(data)]
-    assert main([*args, "--epochs", "1", "--rank", "2"]) == 0
+    assert main([*args, "--epochs", "1", "--rank", "2", "--drills", "6"]) == 0
     fitted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fitted["hypotheses"] > 0 and fitted["rank"] == 2 and len(fitted["losses"]) == 1
+    assert fitted["drills"] == 6
     assert 0.0 <= fitted["held_out_accuracy"] <= 1.0
     before, _ = load_checkpoint(tmp_path / "model")
     after, meta = load_checkpoint(out)

@@ -17,13 +17,17 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..evaluation import LabelledGroup, load_groups
+from ..datasets.contractnli import load_contractnli, training_documents
+from ..datasets.hypothesis_drills import SourceDocument, hypothesis_drills
+from ..datasets.linked_groups import generate_groups
+from ..evaluation import LabelledGroup, labelled_groups, load_groups
 from ..reader.absence_gate import is_hypothesis_slot
 from ..reader.verdict_reader import VerdictReader, load_base_encoder, tokenize_pairs, verdict_of
 
 BATCH = 16
 LEARNING_RATE = 5e-4
 WARMUP_SHARE = 0.1  # of the steps, rising to the learning rate; then a linear fall to zero
+GENERATED_SOURCES = 400  # generated training documents the drills take statements from, beside ContractNLI's
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,20 @@ def verdict_examples(context, groups: Sequence[LabelledGroup]) -> list[VerdictEx
         for q, text, evidence in zip(questions, texts, choice.evidence):
             examples.append(VerdictExample(text, tuple(e.text for e in evidence), verdict_of(group.labels[q["id"]])))
     return examples
+
+
+def drill_groups(contractnli: Path, count: int, seed: int = 0) -> list[LabelledGroup]:
+    """`count` hypothesis drills (`datasets/hypothesis_drills.py`) over ContractNLI's training documents
+    and generated training documents; the held-out documents are never read."""
+    if count == 0:
+        return []
+    docs, _ = load_contractnli(contractnli)
+    sources = [SourceDocument("nda", d.text) for d in training_documents(docs, seed=seed)]
+    sources += [
+        SourceDocument(line["id"].split("-")[1], line["document"]["text"])
+        for line in generate_groups("train", GENERATED_SOURCES, seed)
+    ]
+    return labelled_groups(hypothesis_drills(sources, count, seed))
 
 
 def train_verdict_reader(
@@ -144,9 +162,11 @@ def add_verdict_reader(
     log: Callable[[str], None] = print,
     wide: bool = False,
     int8_parts: Sequence[str] = (),
+    drills: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
-    ContractNLI training documents as `engine` (opened on that checkpoint) lays them out; returns the
+    ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`) as `engine` (opened
+    on that checkpoint) lays them out; returns the
     fit's record, with the reader's accuracy on the held-out documents. A `wide` reader updates the
     attention output and feed-forward projections too; `int8_parts` names parts of the checkpoint to
     store in int8 from now on (room for it under the size cap)."""
@@ -161,15 +181,16 @@ def add_verdict_reader(
     held_out = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "validation", seed=seed))
     if not train:
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
-    log(f"verdict reader: {len(train)} training hypotheses, {len(held_out)} held out")
+    drilled = verdict_examples(engine.context, drill_groups(contractnli, drills, seed))
+    log(f"verdict reader: {len(train)} training hypotheses and {len(drilled)} drills, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
     store_in_int8(model, meta, folder, int8_parts)
-    losses = train_verdict_reader(model.verdict_reader, train, epochs, seed, log)
+    losses = train_verdict_reader(model.verdict_reader, train + drilled, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
+        "hypotheses": len(train), "drills": len(drilled), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
         "minutes": round((time.monotonic() - started) / 60, 2),
