@@ -3,9 +3,9 @@
 ContractNLI asks the same 17 hypotheses of every NDA, so a verdict reader trained on it alone learns
 those 17 rather than how a statement stands to a clause. A drill takes one sentence of a training
 document and asks it back as a hypothesis in one of three ways:
-- entailment: the sentence itself, its numbering and heading stripped;
-- contradiction: the sentence with its polarity turned ("may" and "may not", "will not pay" and "will
-  pay") or one of its numbers changed;
+- entailment: the sentence itself, its numbering, bullet and heading stripped;
+- contradiction: the sentence with the polarity of its main clause turned ("may" and "may not", "will
+  not pay" and "will pay"), one of its numbers changed or one of its dates moved;
 - not mentioned: a sentence of a document about another subject (a lease's clause asked of an NDA).
 Each drill is a one-question labelled group in the samples format, so a fit lays it out as a decision
 would: the evidence pointer chooses the spans the reader sees beside it.
@@ -23,6 +23,7 @@ from typing import Any
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.spans import split_spans
 from .contractnli import LABELS
+from .domains.common import MONTHS
 
 ENTAILMENT, CONTRADICTION, ABSENT = LABELS  # the verdict choices, as ContractNLI's questions offer them
 MIN_WORDS = 6  # shorter spans are headings, names and table cells, not statements
@@ -37,7 +38,7 @@ _NEGATED = re.compile(
 _AFFIRMED = re.compile(r"\b(shall|must|may|will|can|should|would|is|are|was|were|has|have)\b(?! not\b)", re.I)
 _SUBORDINATE = re.compile(r"^(?:if|where|when|unless|although|while|once|after|before|until|provided)\b[^,]{0,200},\s*", re.I)
 _NUMBER = re.compile(r"(?<![\w.,/-])\d{1,3}(?:,\d{3})+(?![\w,/-])|(?<![\w.,/-])\d+(?![\w,/-])")
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTHS = "|".join(MONTHS)
 _DATE_FORMS = (  # (pattern, strptime / strftime format) of the dates a drill may move
     (re.compile(r"\b\d{4}-\d{2}-\d{2}\b"), "%Y-%m-%d"),
     (re.compile(rf"\b\d{{1,2}} (?:{_MONTHS}) \d{{4}}\b"), "%d %B %Y"),
