@@ -31,7 +31,9 @@ MAX_WORDS = 60
 ATTEMPTS = 20  # tries per drill: a statement with no polarity or number cannot be contradicted
 FRAMED_SHARE = 0.5  # of the hypotheses asked as "Hypothesis: ... Does the document entail, ...?"
 
-_NUMBERING = re.compile(r"^\s*(?:[*\u2022-]\s+|\[[^\]]{1,60}\]\s*|\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?\s+|\(?[a-z]{1,4}\)\s+)+", re.I)
+_NUMBERING = re.compile(  # bullets, bracketed headings, "3.5", "(b)" and "iv)" before a sentence
+    r"^\s*(?:[*\u2022-]\s+|\[[^\]]{1,60}\]\s*|\(?[0-9]{1,3}(?:\.[0-9]{1,3})*[.)]?\s+|\(?[a-z]{1,4}\)\s+)+", re.I
+)
 _NEGATED = re.compile(
     r"\b(shall|must|may|will|can|should|would|is|are|was|were|does|do|did|has|have|had) not\b|\bcannot\b|\bnever\b", re.I
 )

@@ -166,10 +166,10 @@ def add_verdict_reader(
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
     ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`) as `engine` (opened
-    on that checkpoint) lays them out; returns the
-    fit's record, with the reader's accuracy on the held-out documents. A `wide` reader updates the
-    attention output and feed-forward projections too; `int8_parts` names parts of the checkpoint to
-    store in int8 from now on (room for it under the size cap)."""
+    on that checkpoint) lays them out; returns the fit's record, with the reader's accuracy on the
+    held-out documents. A `wide` reader updates the attention output and feed-forward projections too;
+    `int8_parts` names parts of the checkpoint to store in int8 from now on (room for it under the size
+    cap)."""
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     if not hasattr(engine.context, "strengths"):
@@ -190,7 +190,8 @@ def add_verdict_reader(
     store_in_int8(model, meta, folder, int8_parts)
     losses = train_verdict_reader(model.verdict_reader, train + drilled, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "drills": len(drilled), "epochs": epochs, "rank": rank, "wide": wide, "losses": [round(x, 4) for x in losses],
+        "hypotheses": len(train), "drills": len(drilled), "epochs": epochs, "rank": rank, "wide": wide,
+        "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
         "minutes": round((time.monotonic() - started) / 60, 2),
