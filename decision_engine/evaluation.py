@@ -15,7 +15,13 @@ from .decoding.layout import Layout
 from .engine import DecisionEngine
 from .errors import RequestError
 from .kinds import same_answer
-from .metrics import expected_calibration_error, group_bootstrap_interval, grounding_reachable, overlaps
+from .metrics import (
+    ece_bootstrap_interval,
+    expected_calibration_error,
+    group_bootstrap_interval,
+    grounding_reachable,
+    overlaps,
+)
 from .retrieval.coverage import covers
 from .rules import RuleSet
 from .types import AnswerSchema, DecisionResponse
@@ -144,7 +150,7 @@ def evaluate(
     invalid = violations = steps = passes = 0
     evidence_hit = evidence_total = 0
     first_hit = first_total = 0  # answers with gold evidence, and those whose first evidence span overlaps it
-    chosen: list[tuple[float, bool]] = []  # (confidence, right) of every answer the model chose
+    chosen: list[list[tuple[float, bool]]] = []  # per decided group, (confidence, right) of each answer the model chose
     grounded = [0, 0, 0]  # integer and date answers: asked, reachable from the document's mentions, right among those
     pairs: list[tuple[AnswerSchema, Any, Any]] = []  # (schema, gold, predicted)
     agree_prior = 0
@@ -193,9 +199,10 @@ def evaluate(
             pairs.extend((q.schema, g.labels.get(q.id), v) for q, v in given)
             if priors is not None:
                 agree_prior += sum(same_answer(q.schema, priors.get(q.id), v) for q, v in given)
+            chosen.append([])
             for q, answer, ok in zip(request.questions, response.answers, right):
                 if answer.fixed_by == "model":
-                    chosen.append((answer.confidence, ok))
+                    chosen[-1].append((answer.confidence, ok))
                 golds = g.evidence.get(q.id)
                 if golds:
                     first_total += 1
@@ -242,7 +249,9 @@ def evaluate(
     metrics["questions_by_question"] = {q: asked for q, (_, asked, _) in sorted(by_question.items())}
     if priors is not None:
         metrics["prior_accuracy_by_question"] = {q: hit / asked for q, (_, asked, hit) in sorted(by_question.items())}
-    metrics["ece"] = expected_calibration_error([c for c, _ in chosen], [ok for _, ok in chosen])
+    answers = [pair for group in chosen for pair in group]
+    metrics["ece"] = expected_calibration_error([c for c, _ in answers], [ok for _, ok in answers])
+    metrics["ece_ci95"] = list(ece_bootstrap_interval(chosen))
     if evidence_total:
         metrics["evidence_recall"] = evidence_hit / evidence_total
     if first_total:

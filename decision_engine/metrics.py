@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 CALIBRATION_BINS = 10
 BOOTSTRAP_RESAMPLES = 1000
@@ -16,19 +16,37 @@ def group_bootstrap_interval(
     """A `level` percentile interval of sum(right) / sum(asked) over `per_group` (right, asked) pairs,
     resampling whole groups, since the answers of one group (one document, linked questions) are not
     independent draws. The same inputs always give the same interval."""
+    groups = [(right, asked) for right, asked in per_group if asked]
+    return _bootstrap(groups, lambda drawn: sum(r for r, _ in drawn) / sum(a for _, a in drawn), level, resamples, seed)
+
+
+def ece_bootstrap_interval(
+    chosen_per_group: Sequence[Sequence[tuple[float, bool]]],
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A `level` percentile interval of `expected_calibration_error` over each group's (confidence,
+    right) answers, resampling whole groups as `group_bootstrap_interval` does: how far the `ece` of a
+    set this size could move on another draw."""
+
+    def ece(drawn: Sequence[Sequence[tuple[float, bool]]]) -> float:
+        answers = [pair for group in drawn for pair in group]
+        return expected_calibration_error([c for c, _ in answers], [ok for _, ok in answers])
+
+    return _bootstrap([g for g in chosen_per_group if g], ece, level, resamples, seed)
+
+
+def _bootstrap(groups: Sequence, statistic: Callable[[Sequence], float], level: float, resamples: int, seed: int) -> tuple[float, float]:
+    """The `level` percentile interval of `statistic` over `resamples` draws of `groups` with replacement."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1, got {level}")
-    groups = [(right, asked) for right, asked in per_group if asked]
     if not groups:
         return (0.0, 0.0)
     rng = random.Random(seed)
-    shares = []
-    for _ in range(resamples):
-        drawn = rng.choices(groups, k=len(groups))
-        shares.append(sum(r for r, _ in drawn) / sum(a for _, a in drawn))
-    shares.sort()
+    values = sorted(statistic(rng.choices(groups, k=len(groups))) for _ in range(resamples))
     tail = (1.0 - level) / 2
-    return (shares[int(tail * (resamples - 1))], shares[round((1.0 - tail) * (resamples - 1))])
+    return (values[int(tail * (resamples - 1))], values[round((1.0 - tail) * (resamples - 1))])
 
 
 def expected_calibration_error(confidences: Sequence[float], right: Sequence[bool], bins: int = CALIBRATION_BINS) -> float:

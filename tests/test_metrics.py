@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from decision_engine.metrics import expected_calibration_error, group_bootstrap_interval, grounding_reachable, overlaps
+from decision_engine.metrics import (
+    ece_bootstrap_interval,
+    expected_calibration_error,
+    group_bootstrap_interval,
+    grounding_reachable,
+    overlaps,
+)
 from decision_engine.types import AnswerSchema
 
 
@@ -85,3 +91,22 @@ def test_group_interval_edges():
     assert group_bootstrap_interval([(4, 4), (2, 2)]) == (1.0, 1.0)
     with pytest.raises(ValueError, match="level"):
         group_bootstrap_interval([(1, 2)], level=1.5)
+
+
+def test_ece_interval_resamples_whole_groups_and_is_repeatable():
+    """Groups of answers at 0.9 that are all right or all wrong: their ece swings with the draw."""
+    sure = [[(0.9, True)] * 4] * 15 + [[(0.9, False)] * 4] * 5  # 75% right at 0.9: ece 0.15
+    low, high = ece_bootstrap_interval(sure)
+    assert expected_calibration_error([0.9] * 80, [True] * 60 + [False] * 20) == pytest.approx(0.15)
+    assert 0.0 <= low < 0.15 < high <= 0.9
+    assert (low, high) == ece_bootstrap_interval(sure)
+    many_low, many_high = ece_bootstrap_interval(sure * 20)
+    assert many_high - many_low < (high - low) / 2
+
+
+def test_ece_interval_edges():
+    assert ece_bootstrap_interval([]) == (0.0, 0.0)
+    assert ece_bootstrap_interval([[], []]) == (0.0, 0.0)  # groups whose answers rules fixed
+    assert ece_bootstrap_interval([[(1.0, True)], [(1.0, True), (1.0, True)]]) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="level"):
+        ece_bootstrap_interval([[(0.5, True)]], level=0.0)

@@ -189,6 +189,8 @@ def test_eval_accuracy_by_type_adds_up_to_the_whole(smoke_checkpoint, tmp_path, 
     assert set(counts) <= {"boolean", "enum", "integer", "date"} and sum(counts.values()) == joint["questions"]
     right = sum(accuracy[t] * counts[t] for t in counts)
     assert right == pytest.approx(joint["per_question_accuracy"] * joint["questions"])
+    low, high = joint["ece_ci95"]
+    assert 0.0 <= low <= high <= 1.0 and 0.0 <= joint["ece"] <= 1.0
 
 
 def test_eval_accuracy_by_question_adds_up_and_sits_beside_the_yardstick(smoke_checkpoint, tmp_path, capsys):
