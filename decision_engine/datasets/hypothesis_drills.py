@@ -16,14 +16,16 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..grounding.dates import read_dates
+from ..grounding.mention import Mention
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.spans import split_spans
 from .contractnli import LABELS
-from .domains.common import MONTHS
+from .value_drills import DATE_FORMS
 
 ENTAILMENT, CONTRADICTION, ABSENT = LABELS  # the verdict choices, as ContractNLI's questions offer them
 MIN_WORDS = 6  # shorter spans are headings, names and table cells, not statements
@@ -40,12 +42,6 @@ _NEGATED = re.compile(
 _AFFIRMED = re.compile(r"\b(shall|must|may|will|can|should|would|is|are|was|were|has|have)\b(?! not\b)", re.I)
 _SUBORDINATE = re.compile(r"^(?:if|where|when|unless|although|while|once|after|before|until|provided)\b[^,]{0,200},\s*", re.I)
 _NUMBER = re.compile(r"(?<![\w.,/-])\d{1,3}(?:,\d{3})+(?![\w,/-])|(?<![\w.,/-])\d+(?![\w,/-])")
-_MONTHS = "|".join(MONTHS)
-_DATE_FORMS = (  # (pattern, strptime / strftime format) of the dates a drill may move
-    (re.compile(r"\b\d{4}-\d{2}-\d{2}\b"), "%Y-%m-%d"),
-    (re.compile(rf"\b\d{{1,2}} (?:{_MONTHS}) \d{{4}}\b"), "%d %B %Y"),
-    (re.compile(rf"\b(?:{_MONTHS}) \d{{1,2}}, \d{{4}}\b"), "%B %d, %Y"),
-)
 _FRAMES = (
     "Hypothesis: {}. Does the document entail, contradict, or not mention this?",
     "Hypothesis: {}. Does the agreement entail, contradict, or not mention this?",
@@ -102,7 +98,7 @@ def _turned(text: str) -> str | None:
 def changed_number(text: str, rng: random.Random) -> str | None:
     """The statement with one of its numbers (digits, with or without thousands commas, not part of a
     date) replaced by another; None where it has none."""
-    dates = [m.span() for pattern, _ in _DATE_FORMS for m in pattern.finditer(text)]
+    _, dates = read_dates(text, None)
     found = [m for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in dates)]
     if not found:
         return None
@@ -114,20 +110,20 @@ def changed_number(text: str, rng: random.Random) -> str | None:
 
 
 def moved_date(text: str, rng: random.Random) -> str | None:
-    """The statement with one of its dates (`2024-03-08`, `8 March 2024`, `March 8, 2024`) moved by 1 to
-    60 days, written as it was; None where it has none."""
-    found = [(m, form) for pattern, form in _DATE_FORMS for m in pattern.finditer(text)]
-    if not found:
+    """The statement with one of its dates written in a `DATE_FORMS` form (`2024-03-08`, `8 March 2024`,
+    `March 8, 2024`) moved by 1 to 60 days and written alike; None where it has none."""
+    written = _date_forms(text)
+    if not written:
         return None
-    match, form = rng.choice(found)
-    try:
-        day = dt.datetime.strptime(match.group(0), form)
-    except ValueError:  # a date that does not exist, such as 31 February
-        return None
-    moved = (day + dt.timedelta(days=rng.choice([-1, 1]) * rng.randint(1, 60))).strftime(form)
-    if form != "%Y-%m-%d":
-        moved = moved.lstrip("0").replace(" 0", " ")
-    return text[: match.start()] + moved + text[match.end() :]
+    mention, form = rng.choice(written)
+    moved = form(mention.value + dt.timedelta(days=rng.choice([-1, 1]) * rng.randint(1, 60)))
+    return text[: mention.start] + moved + text[mention.end :]
+
+
+def _date_forms(text: str) -> list[tuple[Mention, Callable[[dt.date], str]]]:
+    """(mention, the form that writes it) of each date the text writes in one of `DATE_FORMS`."""
+    mentions, _ = read_dates(text, None)
+    return [(m, form) for m in mentions if not m.ambiguous for form in DATE_FORMS if form(m.value) == m.text]
 
 
 def contradicted(text: str, rng: random.Random) -> str | None:

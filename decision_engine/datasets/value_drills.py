@@ -98,14 +98,20 @@ class Record:
     questions: list[tuple[str, str, dict[str, Any], Any]]  # (kind, text, schema, gold)
 
 
+def _day_month_year(d: dt.date) -> str:
+    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
+
+
+def _month_day_year(d: dt.date) -> str:
+    return f"{MONTHS[d.month - 1]} {d.day}, {d.year}"
+
+
+DATE_FORMS: tuple[Callable[[dt.date], str], ...] = (dt.date.isoformat, _day_month_year, _month_day_year)
+
+
 def date_style(rng: random.Random) -> Callable[[dt.date], str]:
-    """One way to write every date of a file: ISO, day month year, or month day, year."""
-    form = rng.randrange(3)
-    if form == 0:
-        return dt.date.isoformat
-    if form == 1:
-        return lambda d: f"{d.day} {MONTHS[d.month - 1]} {d.year}"
-    return lambda d: f"{MONTHS[d.month - 1]} {d.day}, {d.year}"
+    """One way to write every date of a file (`DATE_FORMS`): ISO, day month year, or month day, year."""
+    return DATE_FORMS[rng.randrange(len(DATE_FORMS))]
 
 
 def written_period(count: int, unit: str, rng: random.Random) -> str:
