@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from decision_engine.cli import build_parser, main
-from decision_engine.training.recipe import STAGES, StageFailed, run_recipe, stage_args, stage_folder
+from decision_engine.training.recipe import STAGES, Stage, StageFailed, run_recipe, stage_args, stage_folder
 
 
 class FakeCommands:
@@ -34,34 +34,30 @@ def test_every_stage_runs_in_order_onto_the_checkpoint_before_it(tmp_path):
     record = run_recipe("cnli.json", tmp_path, commands, log=lambda _: None)
     assert [c[0] for c in commands.calls] == [s.args[0] for s in STAGES]
     folders = [str(stage_folder(tmp_path, i, stage)) for i, stage in enumerate(STAGES)]
-    continued = None  # the checkpoint the next stage goes on from
-    for index, (stage, call) in enumerate(zip(STAGES, commands.calls)):
+    for index, call in enumerate(commands.calls):
         assert call[call.index("--out") + 1] == folders[index]
-        if call[0] == "train":
-            assert "--model" not in call  # a reader starts from the base encoder
-        elif call[0] == "graft-heads":  # the shipped reader under the heads fitted so far
-            assert call[call.index("--reader") + 1] == folders[[s.name for s in STAGES].index("answer-layers-reader")]
-            assert call[call.index("--heads") + 1] == continued
-        else:
-            assert call[call.index("--model") + 1] == continued
-        continued = folders[index] if stage.continue_chain else continued
-    assert [s.name for s in STAGES if not s.continue_chain] == ["answer-layers-reader"]
+        if index == 0:
+            assert call[0] == "train" and "--model" not in call  # the reader starts from the base encoder
+            assert call[call.index("--config") + 1] == "shipped"  # the reader the model ships
+        else:  # every head is fitted over the reader the model ships, with the heads before it
+            assert call[call.index("--model") + 1] == folders[index - 1]
     assert record["model"] == folders[-1]
     assert set(record["stages"]) == {s.name for s in STAGES}
     assert json.loads((tmp_path / "recipe.json").read_text()) == record
 
 
-def test_a_run_that_stopped_after_the_shipped_reader_grafts_it_under_the_heads(tmp_path):
-    first = FakeCommands(fail_at="graft-heads")
-    with pytest.raises(StageFailed):
-        run_recipe("cnli.json", tmp_path, first, log=lambda _: None)
-    again = FakeCommands()
-    run_recipe("cnli.json", tmp_path, again, log=lambda _: None)
-    graft = again.calls[0]
-    reader = [s.name for s in STAGES].index("answer-layers-reader")
-    assert graft[0] == "graft-heads"
-    assert graft[graft.index("--reader") + 1] == str(stage_folder(tmp_path, reader, STAGES[reader]))
-    assert graft[graft.index("--heads") + 1] == str(stage_folder(tmp_path, reader - 1, STAGES[reader - 1]))
+def test_a_stage_that_does_not_continue_the_chain_is_named_by_a_later_one(tmp_path):
+    stages = (
+        Stage("reader", ("train", "--config", "smoke", "--out", "{out}")),
+        Stage("other-reader", ("train", "--config", "shipped", "--out", "{out}"), continue_chain=False),
+        Stage("graft", ("graft-heads", "--reader", "{other_reader}", "--heads", "{model}", "--out", "{out}")),
+    )
+    commands = FakeCommands()
+    record = run_recipe("cnli.json", tmp_path, commands, stages=stages, log=lambda _: None)
+    graft = commands.calls[-1]
+    assert graft[graft.index("--reader") + 1] == str(stage_folder(tmp_path, 1, stages[1]))
+    assert graft[graft.index("--heads") + 1] == str(stage_folder(tmp_path, 0, stages[0]))
+    assert record["model"] == str(stage_folder(tmp_path, 2, stages[2]))
 
 
 def test_a_second_run_goes_on_from_the_stage_that_failed(tmp_path):

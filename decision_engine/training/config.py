@@ -126,8 +126,8 @@ PRESETS: dict[str, dict] = {
     ),
     # The bundled model's reader: answer layers of its own over the frozen base encoder's prefix states,
     # which are encoded once per example and kept across steps and epochs (about 6 minutes on a 2-core
-    # CPU). The bundled model grafts it under the heads fitted over the `heads-reader` run
-    # (`decision-engine train-all`, training/recipe.py).
+    # CPU). `decision-engine train-all` (training/recipe.py) fits every head over it; the bundled model
+    # grafts it under the heads fitted over the `heads-reader` run.
     "shipped": dict(
         name="answer-layers-3", points_at_spans=True, segments_read_alone=True, pointer_epochs=20, chooses_values=True,
         question_summary=True, constrained_loss=True, generated_groups_per_epoch=200, contractnli_repeats=2,

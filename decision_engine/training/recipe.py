@@ -1,12 +1,13 @@
-"""The bundled model's whole recipe from the base encoder, one stage after another.
+"""A fresh model of the bundled kind from the base encoder, one stage after another.
 
 Each stage is one `decision-engine` command onto the checkpoint the stage before it wrote, into its own
-folder under the recipe's folder (`01-reader`, `02-evidence-pointer`, ...). The heads are fitted over
-one reader; the reader the model ships is trained apart from them (the answer-layers loop) and grafted
-under them, and its confidence maps on ContractNLI are cross-fitted last. `recipe.json` there records
-each finished stage and its minutes, so running the recipe again skips what is done and goes on from
-the first stage not finished; the reader's own run resumes from its last finished epoch
-(`train --resume`).
+folder under the recipe's folder (`01-reader`, `02-evidence-pointer`, ...). The reader comes first
+(the answer-layers loop, whose document states are encoded once and kept across steps and epochs),
+then every head is fitted over it, and its confidence maps on ContractNLI are cross-fitted last.
+`recipe.json` there records each finished stage and its minutes, so running the recipe again skips
+what is done and goes on from the first stage not finished; the reader's own run resumes from its
+last finished epoch (`train --resume`). A stage may also train apart from the chain (`continue_chain`)
+for a later stage to name, as a graft of one reader under other heads does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _onto(command: str, *rest: str) -> tuple[str, ...]:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("reader", ("train", "--config", "heads-reader", "--contractnli", "{contractnli}", "--out", "{out}")),
+    Stage("reader", ("train", "--config", "shipped", "--contractnli", "{contractnli}", "--out", "{out}")),
     Stage("evidence-pointer", _onto("fit-pointer", "--evidence-only", "--contractnli", "{contractnli}")),
     Stage("value-choosers", _onto(
         "fit-chooser", "--groups", "1000", "--epochs", "20", "--question-variants", "2", "--reword-documents")),
@@ -57,12 +58,6 @@ STAGES: tuple[Stage, ...] = (
     Stage("value-agreement-reader", _onto(
         "fit-value-agreement", "--groups", "3200", "--epochs", "5", "--question-variants", "2",
         "--int8", "agreement_reader,value_agreement_reader")),
-    # the reader the model ships, under the heads above
-    Stage(
-        "answer-layers-reader", ("train", "--config", "shipped", "--contractnli", "{contractnli}", "--out", "{out}"),
-        continue_chain=False,
-    ),
-    Stage("graft", ("graft-heads", "--reader", "{answer_layers_reader}", "--heads", "{model}", "--out", "{out}")),
     Stage("cross-fitted-hypothesis-calibration", _onto(
         "calibrate", "--contractnli", "{contractnli}", "--groups", "0", "--kinds", "hypothesis", "--cross-fit", "2")),
 )
