@@ -508,15 +508,15 @@ def _fit_verdict(args: argparse.Namespace) -> int:
     if args.epochs < 1 or args.rank < 1:
         print("error: --epochs and --rank must be at least 1", file=sys.stderr)
         return EXIT_INVALID
-    if args.drills < 0:
-        print("error: --drills must be 0 or more", file=sys.stderr)
+    if args.drills < 0 or args.paraphrase_drills < 0:
+        print("error: --drills and --paraphrase-drills must be 0 or more", file=sys.stderr)
         return EXIT_INVALID
 
     def fit(engine, folder, out, contractnli, log):
         int8 = _int8_parts(args)
         return add_verdict_reader(
             engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8,
-            drills=args.drills,
+            drills=args.drills, paraphrase_drills=args.paraphrase_drills,
         )
 
     return _fit_on_contractnli(args, fit)
@@ -825,6 +825,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--drills", type=int, default=0,
         help="hypothesis drills to learn from as well: training documents' own sentences asked back as entailed, "
         "turned or changed (contradicted) and asked of a document on another subject (not mentioned)",
+    )
+    verdicts.add_argument(
+        "--paraphrase-drills", type=int, default=0,
+        help="paraphrase drills to learn from as well: generated training documents asked their own clauses and "
+        "file notes in another of the generator's phrasings, as they are (entailed), turned or changed "
+        "(contradicted), and terms they lack (not mentioned); `datasets/paraphrase_drills.py`",
     )
     _add_int8_argument(verdicts, "comparison_chooser")
     verdicts.set_defaults(func=_fit_verdict)

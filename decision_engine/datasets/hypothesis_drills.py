@@ -137,15 +137,17 @@ def contradicted(text: str, rng: random.Random) -> str | None:
     return None
 
 
-def _asked(text: str, rng: random.Random) -> str:
+def asked(text: str, rng: random.Random) -> str:
+    """The hypothesis as asked: bare, or framed as ContractNLI-style question (`FRAMED_SHARE`)."""
     if rng.random() < FRAMED_SHARE:
         return rng.choice(_FRAMES).format(text.rstrip("."))
     return text
 
 
-def _drill_line(index: int, document: str, hypothesis: str, label: str) -> dict[str, Any]:
+def drill_line(index: int, document: str, hypothesis: str, label: str, prefix: str = "drill") -> dict[str, Any]:
+    """A one-question labelled group in the samples format, its id `prefix`-`index`."""
     return {
-        "id": f"drill-{index}",
+        "id": f"{prefix}-{index}",
         "document": {"text": document},
         "questions": [{"id": "drill", "text": hypothesis, "schema": {"type": "string", "enum": list(LABELS)}}],
         "labels": {"drill": label},
@@ -183,7 +185,7 @@ def hypothesis_drills(sources: Sequence[SourceDocument], count: int, seed: int =
             hypothesis = said if label == ENTAILMENT else contradicted(said, rng)
         if hypothesis is None:
             continue
-        lines.append(_drill_line(len(lines), source.text, _asked(hypothesis, rng), label))
+        lines.append(drill_line(len(lines), source.text, asked(hypothesis, rng), label))
     if len(lines) < count:
         raise ValueError(f"only {len(lines)} of {count} hypothesis drills could be made from these documents")
     return lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from .domains import ALL
@@ -55,14 +56,41 @@ def generate_groups(split: str, count: int, seed: int) -> list[dict[str, Any]]:
     _check_split(split)
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
+    return [_group(split, seed, i, _domain_at(split, seed, i)) for i in range(count)]
+
+
+def _domain_at(split: str, seed: int, index: int) -> Domain:
     offset = random.Random(f"linked-groups:{split}:{seed}:domains").randrange(len(DOMAINS))
-    return [_group(split, seed, i, _BY_NAME[DOMAINS[(offset + i) % len(DOMAINS)]]) for i in range(count)]
+    return _BY_NAME[DOMAINS[(offset + index) % len(DOMAINS)]]
+
+
+def _setting(split: str, seed: int, index: int) -> tuple[random.Random, str, Wording]:
+    """The group's random stream, positioned where its case is built, its layout and its wording."""
+    rng = random.Random(f"linked-groups:{split}:{seed}:{index}")
+    layout, variant = rng.choice(_TEMPLATES[split])
+    return rng, layout, Wording(variant, long_dates=rng.random() < 0.5, currency=rng.choice(CURRENCIES))
+
+
+def reworded_cases(split: str, seed: int, index: int, variants: Sequence[int]) -> tuple[str, str, Case, dict[int, Case]]:
+    """Group `index` of `generate_groups(split, count, seed)` as its domain's name, its document text and
+    its case, beside the same case built again in each clause phrasing of `variants`: the same facts
+    in other words. A phrasing whose build draws other facts is left out."""
+    domain = _domain_at(split, seed, index)
+    rng, layout, wording = _setting(split, seed, index)
+    case = domain.build(rng, wording)
+    text = render(layout, case, rng)
+    reworded = {}
+    for variant in variants:
+        again, _, own = _setting(split, seed, index)
+        other = domain.build(again, Wording(variant, own.long_dates, own.currency))
+        if other.labels == case.labels and len(other.clauses) == len(case.clauses) and len(other.events) == len(case.events):
+            reworded[variant] = other
+    return domain.name, text, case, reworded
 
 
 def _group(split: str, seed: int, index: int, domain: Domain) -> dict[str, Any]:
-    rng = random.Random(f"linked-groups:{split}:{seed}:{index}")
-    layout, variant = rng.choice(_TEMPLATES[split])
-    wording = Wording(variant, long_dates=rng.random() < 0.5, currency=rng.choice(CURRENCIES))
+    rng, layout, wording = _setting(split, seed, index)
+    variant = wording.variant
     case = domain.build(rng, wording)
     text = render(layout, case, rng)
     if len(text) > MAX_DOCUMENT_CHARS:

@@ -19,6 +19,7 @@ from torch import nn
 
 from ..datasets.contractnli import load_contractnli, training_documents
 from ..datasets.hypothesis_drills import SourceDocument, hypothesis_drills
+from ..datasets.paraphrase_drills import paraphrase_drills as paraphrase_drills_of
 from ..datasets.linked_groups import generate_groups
 from ..evaluation import LabelledGroup, labelled_groups, load_groups
 from ..reader.absence_gate import is_hypothesis_slot
@@ -163,9 +164,11 @@ def add_verdict_reader(
     wide: bool = False,
     int8_parts: Sequence[str] = (),
     drills: int = 0,
+    paraphrase_drills: int = 0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
-    ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`) as `engine` (opened
+    ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`, and `paraphrase_drills`
+    paraphrase drills, `datasets/paraphrase_drills.py`) as `engine` (opened
     on that checkpoint) lays them out; returns the fit's record, with the reader's accuracy on the
     held-out documents. A `wide` reader updates the attention output and feed-forward projections too;
     `int8_parts` names parts of the checkpoint to store in int8 from now on (room for it under the size
@@ -182,15 +185,17 @@ def add_verdict_reader(
     if not train:
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
     drilled = verdict_examples(engine.context, drill_groups(contractnli, drills, seed))
-    log(f"verdict reader: {len(train)} training hypotheses and {len(drilled)} drills, {len(held_out)} held out")
+    reworded = verdict_examples(engine.context, labelled_groups(paraphrase_drills_of(paraphrase_drills, seed)))
+    log(f"verdict reader: {len(train)} training hypotheses, {len(drilled)} drills and {len(reworded)} paraphrase "
+        f"drills, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
     store_in_int8(model, meta, folder, int8_parts)
-    losses = train_verdict_reader(model.verdict_reader, train + drilled, epochs, seed, log)
+    losses = train_verdict_reader(model.verdict_reader, train + drilled + reworded, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "drills": len(drilled), "epochs": epochs, "rank": rank, "wide": wide,
+        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(reworded), "epochs": epochs, "rank": rank, "wide": wide,
         "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
