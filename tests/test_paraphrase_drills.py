@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import collections
+import random
 
 import pytest
 
 from decision_engine.datasets.hypothesis_drills import ABSENT, CONTRADICTION, ENTAILMENT, FRAMED_SHARE
+from decision_engine.datasets.domains import ALL
+from decision_engine.datasets.domains.statements import STATEMENTS
 from decision_engine.datasets.linked_groups import HELD_OUT, generate_groups, reworded_cases
-from decision_engine.datasets.paraphrase_drills import SEED, VARIANTS, paraphrase_drills
+from decision_engine.datasets.paraphrase_drills import SEED, VARIANTS, answer_said, paraphrase_drills
 
 
 def _bare(question: str) -> str:
@@ -62,3 +65,36 @@ def test_a_negative_count_is_refused():
 def test_a_drill_not_mentioned_asks_what_its_document_does_not_say():
     lines = [line for line in paraphrase_drills(90, seed=1) if line["labels"]["drill"] == ABSENT]
     assert lines and all(_bare(line["questions"][0]["text"]) not in line["document"]["text"] for line in lines)
+
+
+def _a_case_of(domain_name: str):
+    for index in range(40):
+        name, _, case, _ = reworded_cases("train", 5, index, ())
+        if name == domain_name:
+            return case
+    raise AssertionError(f"no {domain_name} case among the first 40 groups")
+
+
+def test_every_yes_or_no_question_is_said_both_ways_with_the_names_its_cases_have():
+    for domain in ALL:
+        booleans = {q for q, spec in domain.questions.items() if spec.schema.get("type") == "boolean"}
+        assert set(STATEMENTS[domain.name]) == booleans, domain.name
+        slots = _a_case_of(domain.name).slots
+        for said in STATEMENTS[domain.name].values():
+            for text in said.yes + said.no:
+                assert text.format_map(slots).endswith(".")
+            assert set(said.yes).isdisjoint(said.no)
+
+
+def test_an_answer_is_said_as_what_is_true_of_its_case_or_as_what_is_false():
+    rng = random.Random(0)
+    for domain in ALL:
+        case = _a_case_of(domain.name)
+        for _ in range(10):
+            for true in (True, False):
+                text = answer_said(rng, domain.name, case, true)
+                question, = [q for q, s in STATEMENTS[domain.name].items()
+                             if text in {f.format_map(case.slots) for f in s.yes + s.no}]
+                said = STATEMENTS[domain.name][question]
+                forms = said.yes if case.labels[question] == true else said.no
+                assert text in {f.format_map(case.slots) for f in forms}

@@ -6,9 +6,11 @@ continuous service" against a clause on continuous employment), and ContractNLI'
 too few to teach that. The generator writes every clause and file note of a case in four phrasings
 with the same facts, so a sentence of another phrasing of the document's own case is a hypothesis in
 other words:
-- entailment: a sentence of a clause or file note the document holds, from another phrasing;
-- contradiction: the same, its polarity turned, a number changed or a date moved
-  (`hypothesis_drills.contradicted`);
+- entailment: a sentence of a clause or file note the document holds, from another phrasing; or one
+  of the case's yes-or-no questions said as the statement that is true of it (`domains/statements.py`),
+  a clause applied to the facts of the file;
+- contradiction: such a sentence with its polarity turned, a number changed or a date moved
+  (`hypothesis_drills.contradicted`); or the statement of a yes-or-no question that is false of it;
 - not mentioned: a sentence, in another phrasing, of a clause another case of the same domain has
   and this document lacks (an optional term), or else of a document of another domain.
 Only the training phrasings and groups of the training split are read. Each drill is a one-question
@@ -25,10 +27,12 @@ from ..retrieval.spans import split_spans
 from .hypothesis_drills import ABSENT, ATTEMPTS, ENTAILMENT, LABELS, asked, contradicted, drill_line, statement
 from .linked_groups import HELD_OUT, reworded_cases
 from .domains.common import Case
+from .domains.statements import STATEMENTS
 
 SEED = 14_000  # generated groups the drills read: apart from every fit's
 OTHER_SEED = 15_000  # and those their absent terms come from
 VARIANTS = tuple(v for v in range(4) if v != HELD_OUT)  # the training clause phrasings
+STATEMENT_SHARE = 0.5  # of entailed and contradicted drills that say a yes-or-no answer
 
 
 def paraphrase_drills(count: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -49,6 +53,8 @@ def paraphrase_drills(count: int, seed: int = 0) -> list[dict[str, Any]]:
         label = LABELS[len(lines) % len(LABELS)]
         if label == ABSENT:
             hypothesis = _absent_statement(rng, domain, reworded[variant], index, variant, seed)
+        elif rng.random() < STATEMENT_SHARE:
+            hypothesis = answer_said(rng, domain, case, label == ENTAILMENT)
         else:
             said = rng.choice(_held_statements(text, case, reworded[variant]) or [None])
             hypothesis = said if label == ENTAILMENT or said is None else contradicted(said, rng)
@@ -72,6 +78,14 @@ def _held_statements(text: str, case: Case, other: Case) -> list[str]:
     events = list(zip(case.events, other.events)) + list(zip(case.extra_events, other.extra_events))
     written += [theirs for (_, own), (_, theirs) in events if own in text]
     return _statements(written)
+
+
+def answer_said(rng: random.Random, domain: str, case: Case, true: bool) -> str:
+    """One of the case's yes-or-no answers said as a statement that is `true` of it, or false."""
+    said = STATEMENTS[domain]
+    question = rng.choice([q for q in said if isinstance(case.labels.get(q), bool)])
+    forms = said[question].yes if case.labels[question] == true else said[question].no
+    return rng.choice(forms).format_map(case.slots)
 
 
 def _absent_statement(rng: random.Random, domain: str, mine: Case, index: int, variant: int, seed: int) -> str | None:
