@@ -37,7 +37,8 @@ def test_a_group_rebuilt_in_another_phrasing_keeps_its_facts_and_changes_its_wor
 def test_drills_take_turns_over_the_three_verdicts_and_repeat_with_their_seed():
     lines = paraphrase_drills(60, seed=3)
     assert [line["labels"]["drill"] for line in lines[:3]] == [ENTAILMENT, CONTRADICTION, ABSENT]
-    assert collections.Counter(line["labels"]["drill"] for line in lines) == {ENTAILMENT: 20, CONTRADICTION: 20, ABSENT: 20}
+    counts = collections.Counter(line["labels"]["drill"] for line in lines)
+    assert counts == {ENTAILMENT: 20, CONTRADICTION: 20, ABSENT: 20}
     assert paraphrase_drills(60, seed=3) == lines
     assert paraphrase_drills(60, seed=4) != lines
     framed = sum(line["questions"][0]["text"].startswith("Hypothesis: ") for line in lines) / len(lines)

@@ -138,7 +138,7 @@ def contradicted(text: str, rng: random.Random) -> str | None:
 
 
 def asked(text: str, rng: random.Random) -> str:
-    """The hypothesis as asked: bare, or framed as ContractNLI-style question (`FRAMED_SHARE`)."""
+    """The hypothesis as asked: bare, or at chance `FRAMED_SHARE` framed as a question about the document."""
     if rng.random() < FRAMED_SHARE:
         return rng.choice(_FRAMES).format(text.rstrip("."))
     return text

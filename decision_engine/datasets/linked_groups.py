@@ -71,7 +71,9 @@ def _setting(split: str, seed: int, index: int) -> tuple[random.Random, str, Wor
     return rng, layout, Wording(variant, long_dates=rng.random() < 0.5, currency=rng.choice(CURRENCIES))
 
 
-def reworded_cases(split: str, seed: int, index: int, variants: Sequence[int]) -> tuple[str, str, Case, dict[int, Case]]:
+def reworded_cases(
+    split: str, seed: int, index: int, variants: Sequence[int]
+) -> tuple[str, str, Case, dict[int, Case]]:
     """Group `index` of `generate_groups(split, count, seed)` as its domain's name, its document text and
     its case, beside the same case built again in each clause phrasing of `variants`: the same facts
     in other words. A phrasing whose build draws other facts is left out."""
@@ -83,7 +85,8 @@ def reworded_cases(split: str, seed: int, index: int, variants: Sequence[int]) -
     for variant in variants:
         again, _, own = _setting(split, seed, index)
         other = domain.build(again, Wording(variant, own.long_dates, own.currency))
-        if other.labels == case.labels and len(other.clauses) == len(case.clauses) and len(other.events) == len(case.events):
+        same_facts = other.labels == case.labels and len(other.clauses) == len(case.clauses)
+        if same_facts and len(other.events) == len(case.events):
             reworded[variant] = other
     return domain.name, text, case, reworded
 

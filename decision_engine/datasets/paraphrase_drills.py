@@ -24,15 +24,17 @@ from typing import Any
 
 from ..retrieval.context import SPAN_CHARS
 from ..retrieval.spans import split_spans
-from .hypothesis_drills import ABSENT, ATTEMPTS, ENTAILMENT, LABELS, asked, contradicted, drill_line, statement
-from .linked_groups import HELD_OUT, reworded_cases
 from .domains.common import Case
 from .domains.statements import STATEMENTS
+from .hypothesis_drills import ABSENT, ATTEMPTS, ENTAILMENT, LABELS, asked, contradicted, drill_line, statement
+from .linked_groups import HELD_OUT, reworded_cases
 
 SEED = 14_000  # generated groups the drills read: apart from every fit's
 OTHER_SEED = 15_000  # and those their absent terms come from
 VARIANTS = tuple(v for v in range(4) if v != HELD_OUT)  # the training clause phrasings
 STATEMENT_SHARE = 0.5  # of entailed and contradicted drills that say a yes-or-no answer
+LOOKAHEAD = 48  # later groups searched for a term a document lacks
+OTHER_DOMAIN_SHARE = 0.2  # chance that another domain's group met on the way gives it instead
 
 
 def paraphrase_drills(count: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -93,7 +95,7 @@ def _absent_statement(rng: random.Random, domain: str, mine: Case, index: int, v
     optional term of another case of its domain where one is found among the next groups, else any
     clause of another domain's document."""
     headings = {heading for heading, _ in mine.clauses + mine.extra_clauses}
-    for later in range(index + 1, index + 1 + 2 * len(LABELS) * 8):
+    for later in range(index + 1, index + 1 + LOOKAHEAD):
         other_domain, _, _, reworded = reworded_cases("train", OTHER_SEED + seed, later, (variant,))
         other = reworded.get(variant)
         if other is None:
@@ -102,7 +104,7 @@ def _absent_statement(rng: random.Random, domain: str, mine: Case, index: int, v
             missing = [t for heading, t in other.clauses + other.extra_clauses if heading not in headings]
             if missing:
                 return rng.choice(_statements(missing) or [None])
-        elif rng.random() < 0.2:
+        elif rng.random() < OTHER_DOMAIN_SHARE:
             return rng.choice(_statements([t for _, t in other.clauses]) or [None])
     return None
 

@@ -19,8 +19,8 @@ from torch import nn
 
 from ..datasets.contractnli import load_contractnli, training_documents
 from ..datasets.hypothesis_drills import SourceDocument, hypothesis_drills
-from ..datasets.paraphrase_drills import paraphrase_drills as paraphrase_drills_of
 from ..datasets.linked_groups import generate_groups
+from ..datasets.paraphrase_drills import paraphrase_drills as paraphrase_drills_of
 from ..evaluation import LabelledGroup, labelled_groups, load_groups
 from ..reader.absence_gate import is_hypothesis_slot
 from ..reader.verdict_reader import VerdictReader, load_base_encoder, tokenize_pairs, verdict_of
@@ -168,11 +168,10 @@ def add_verdict_reader(
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
     ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`, and `paraphrase_drills`
-    paraphrase drills, `datasets/paraphrase_drills.py`) as `engine` (opened
-    on that checkpoint) lays them out; returns the fit's record, with the reader's accuracy on the
-    held-out documents. A `wide` reader updates the attention output and feed-forward projections too;
-    `int8_parts` names parts of the checkpoint to store in int8 from now on (room for it under the size
-    cap)."""
+    paraphrase drills, `datasets/paraphrase_drills.py`) as `engine` (opened on that checkpoint) lays them
+    out; returns the fit's record, with the reader's accuracy on the held-out documents. A `wide` reader
+    updates the attention output and feed-forward projections too; `int8_parts` names parts of the
+    checkpoint to store in int8 from now on (room for it under the size cap)."""
     from ..model.loader import checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     if not hasattr(engine.context, "strengths"):
@@ -195,7 +194,8 @@ def add_verdict_reader(
     store_in_int8(model, meta, folder, int8_parts)
     losses = train_verdict_reader(model.verdict_reader, train + drilled + reworded, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(reworded), "epochs": epochs, "rank": rank, "wide": wide,
+        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(reworded),
+        "epochs": epochs, "rank": rank, "wide": wide,
         "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
         "held_out_accuracy": round(verdict_accuracy(model.verdict_reader, held_out), 4),
