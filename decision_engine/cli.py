@@ -499,7 +499,10 @@ def _graft_heads(args: argparse.Namespace) -> int:
 def _fit_gate(args: argparse.Namespace) -> int:
     from .training.absence_fit import gate_checkpoint
 
-    return _fit_on_contractnli(args, gate_checkpoint)
+    def fit(engine, folder, out, contractnli, log):
+        return gate_checkpoint(engine, folder, out, contractnli, log, novel=args.novel)
+
+    return _fit_on_contractnli(args, fit)
 
 
 def _fit_verdict(args: argparse.Namespace) -> int:
@@ -807,6 +810,11 @@ def build_parser() -> argparse.ArgumentParser:
         "fit-gate", help='fit a checkpoint\'s absence gate: how strongly a clause was found, as odds on "not mentioned"'
     )
     _add_contractnli_fit_arguments(gating, "its gate", "its training split is read (never the held-out one)")
+    gating.add_argument(
+        "--novel", action="store_true",
+        help="keep the checkpoint's gate for the hypotheses it was fitted on and add one for every other hypothesis, "
+        "reading how far the pointer's best span stands out (its top probability) rather than its raw score",
+    )
     gating.set_defaults(func=_fit_gate)
 
     verdicts = sub.add_parser(

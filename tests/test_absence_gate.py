@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -14,7 +15,7 @@ from decision_engine.decoding.slot_space import choice_space
 from decision_engine.engine import DecisionEngine
 from decision_engine.reader.absence_gate import AbsenceGate, PassageStrength, is_absence_choice, is_hypothesis_slot
 from decision_engine.rules import RuleSet
-from decision_engine.training.absence_fit import StrengthRow, fit_gate
+from decision_engine.training.absence_fit import StrengthRow, fit_gate, with_novel_gate
 from decision_engine.types import AnswerSchema, DecisionRequest, Document, Question
 
 NLI = ["entailment", "contradiction", "not mentioned"]
@@ -181,3 +182,53 @@ def test_strength_is_the_layout_pointers_best_raw_score_whatever_orders_the_cita
     assert found.best == pytest.approx(expected, abs=1e-5) and found.spans == len(features.spans)
     assert context(DOCUMENT, [QUESTION], 300).strength == [found]
     assert context.strengths("", [QUESTION]) is None  # no spans, no strength
+
+
+def test_a_novel_gate_reads_the_hypotheses_the_gate_was_not_fitted_on():
+    novel = AbsenceGate(weight=-1.0, centre=1.0, reads="top")
+    gate = AbsenceGate(weight=-0.5, centre=20.0, known=frozenset({"Known hypothesis."}), novel=novel)
+    weak_scale = PassageStrength(14.0, 1, top=0.95)  # low raw score, yet the best span stands out
+    assert gate.choice_bias(NLI, weak_scale, "Known hypothesis.") == [0.0, 0.0, 3.0]  # -0.5 * (14 - 20)
+    stands_out = math.log(0.95 / 0.05)
+    assert gate.choice_bias(NLI, weak_scale, "New words.") == pytest.approx([0.0, 0.0, -(stands_out - 1.0)])
+    assert gate.choice_bias(NLI, weak_scale) == [0.0, 0.0, 3.0]  # no question text: the gate itself
+    plain = AbsenceGate(weight=-0.5, centre=20.0)
+    assert plain.for_question("New words.") is plain  # without a novel gate every hypothesis reads the one
+    assert AbsenceGate.from_dict(gate.to_dict()) == gate
+    assert "known" not in plain.to_dict() and "reads" not in plain.to_dict()  # older checkpoints read as before
+
+
+def test_the_top_probability_is_read_as_bounded_log_odds():
+    assert PassageStrength(5.0, 10, top=0.5).read("top") == pytest.approx(0.0)
+    assert PassageStrength(5.0, 10, top=1.0).read("top") == pytest.approx(math.log((1 - 1e-4) / 1e-4))
+    assert PassageStrength(5.0, 10, top=0.2).read("best") == 5.0
+
+
+def test_the_novel_gate_is_fitted_on_the_top_probability_beside_the_kept_gate():
+    rng = random.Random(1)
+    rows = []
+    for question, scale in (("q1", 0.0), ("q2", 6.0)):  # one hypothesis scores 6 higher throughout
+        for _ in range(300):
+            absent = rng.random() < 0.5
+            top = min(max(rng.gauss(0.55 if absent else 0.85, 0.1), 0.01), 0.999)
+            rows.append(StrengthRow(question, PassageStrength(scale + (8.0 if absent else 12.0), 40, top), absent))
+    kept = fit_gate(rows)
+    gate = with_novel_gate(kept, rows)
+    assert gate.known == {"q1", "q2"} and gate.for_question("q1") is gate
+    assert gate.novel.reads == "top" and gate.novel.weight < -0.5
+    assert gate.weight == kept.weight and gate.centre == kept.centre
+    with pytest.raises(ValueError, match="reads"):
+        fit_gate(rows, reads="middle")
+
+
+@pytest.mark.parametrize("mode", ["joint", "independent", "sequential"])
+def test_a_hypothesis_in_new_words_is_read_by_the_novel_gate_in_a_decision(vocab, mode):
+    novel = AbsenceGate(weight=-1.0, centre=0.0, reads="top")  # the best span stands out (top 1.0): present
+    answers = {}
+    for known in (frozenset({"Hypothesis 0.", "Hypothesis 1."}), frozenset()):
+        model = FakeModel(vocab, leaning_logits(vocab))
+        model.absence_gate = AbsenceGate(weight=-1.0, centre=10.0, known=known, novel=novel)
+        engine = DecisionEngine(model, context=StrengthContext(vocab, 2.0))  # a weak raw score
+        answers[bool(known)] = [a.value for a in engine.decide(nli_request(mode)).answers]
+    assert answers[True] == ["not mentioned"] * 2  # fitted on these texts: the raw score decides
+    assert answers[False] == ["entailment"] * 2  # new words: how far the best span stands out decides

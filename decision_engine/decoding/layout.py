@@ -274,8 +274,8 @@ def _bias_hypotheses(
     reader's log-probabilities on its question's reported evidence (other slots get None)."""
     strength = choice.strength
     if gate is not None and strength is not None:
-        for space, found in zip(spaces, strength, strict=True):
-            if isinstance(space, ChoiceSpace) and (bias := gate.choice_bias(space.values, found)) is not None:
+        for space, found, text in zip(spaces, strength, texts, strict=True):
+            if isinstance(space, ChoiceSpace) and (bias := gate.choice_bias(space.values, found, text)) is not None:
                 space.choice_bias = bias
     if verdict is None or not choice.evidence:
         return

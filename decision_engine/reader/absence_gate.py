@@ -16,6 +16,12 @@ a model without a fitted gate decides as before. Other enums are left alone: on 
 questions ("Is any owner a politically exposed person?": yes, no, not mentioned) the pointer's best
 score does not tell present from absent on held-out wording, since the pointer learned its scale on
 contract clauses.
+
+That scale is also the fitted hypotheses' own: a hypothesis in new words scores some 5 points lower
+for the clause that decides it, as low as a ContractNLI hypothesis with no clause, so the gate would
+call it absent. A gate may therefore keep the texts it was fitted on (`known`) and a second gate for
+every other hypothesis (`novel`), which reads the log-odds of the pointer's top probability instead
+(after its softmax over the document's spans): how far the best span stands out, whatever the scale.
 """
 
 from __future__ import annotations
@@ -51,37 +57,67 @@ def is_hypothesis_slot(choices: Sequence[object]) -> bool:
 
 
 class PassageStrength(NamedTuple):
-    """How strongly a document speaks to one question: the pointer's best raw span score, and how many
-    spans it chose among."""
+    """How strongly a document speaks to one question: the pointer's best raw span score, how many
+    spans it chose among, and the probability its softmax gives the best span."""
 
     best: float
     spans: int
+    top: float = 1.0
+
+    def read(self, feature: str) -> float:
+        """A gate's input: the best raw score ("best"), or the log-odds of the top probability ("top")."""
+        if feature == "best":
+            return self.best
+        top = min(max(self.top, TOP_FLOOR), 1.0 - TOP_FLOOR)
+        return math.log(top / (1.0 - top))
+
+
+TOP_FLOOR = 1e-4  # the top probability is read within [floor, 1 - floor], so its log-odds stay finite
+FEATURES = ("best", "top")
 
 
 @dataclass(frozen=True)
 class AbsenceGate:
     """log-odds shift of the absence choice: `weight` (below 0: a strong passage makes "not mentioned"
-    less likely) on the best score, `spans_weight` on the log of the document's span count."""
+    less likely) on the strength it `reads` (`PassageStrength.read`), `spans_weight` on the log of the
+    document's span count. With a `novel` gate, hypotheses whose text is not in `known` get that one's."""
 
     weight: float
     centre: float
     spans_weight: float = 0.0
     spans_centre: float = 0.0
+    reads: str = "best"
+    known: frozenset[str] = frozenset()
+    novel: AbsenceGate | None = None
+
+    def for_question(self, question: str | None) -> AbsenceGate:
+        """The gate that reads `question`: the novel one for a hypothesis this gate was not fitted on."""
+        if self.novel is not None and question is not None and question not in self.known:
+            return self.novel
+        return self
 
     def shift(self, strength: PassageStrength) -> float:
         spans = math.log(max(strength.spans, 1)) - self.spans_centre
-        return self.weight * (strength.best - self.centre) + self.spans_weight * spans
+        return self.weight * (strength.read(self.reads) - self.centre) + self.spans_weight * spans
 
-    def choice_bias(self, choices: Sequence[object], strength: PassageStrength) -> list[float] | None:
+    def choice_bias(
+        self, choices: Sequence[object], strength: PassageStrength, question: str | None = None
+    ) -> list[float] | None:
         """Per choice, the log-odds added to it; None for a slot that is not a hypothesis slot."""
         if not is_hypothesis_slot(choices):
             return None
         absent = [isinstance(c, str) and is_absence_choice(c) for c in choices]
-        shift = self.shift(strength)
+        shift = self.for_question(question).shift(strength)
         return [shift if a else 0.0 for a in absent]
 
     def to_dict(self) -> dict:
-        return {"weight": self.weight, "centre": self.centre, "spans_weight": self.spans_weight, "spans_centre": self.spans_centre}
+        data = {"weight": self.weight, "centre": self.centre, "spans_weight": self.spans_weight, "spans_centre": self.spans_centre}
+        if self.reads != "best":
+            data["reads"] = self.reads
+        if self.novel is not None:
+            data["known"] = sorted(self.known)
+            data["novel"] = self.novel.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping | None) -> AbsenceGate | None:
@@ -90,5 +126,6 @@ class AbsenceGate:
             return None
         return cls(
             float(data["weight"]), float(data["centre"]),
-            float(data.get("spans_weight", 0.0)), float(data.get("spans_centre", 0.0)),
+            float(data.get("spans_weight", 0.0)), float(data.get("spans_centre", 0.0)), str(data.get("reads", "best")),
+            frozenset(data.get("known", ())), cls.from_dict(data.get("novel")),
         )

@@ -81,6 +81,10 @@ class _Pointed:
     strength: float  # the layout pointer's best raw score: how strongly some span speaks to the question
 
 
+def _strength(pointed: _Pointed, spans: int) -> PassageStrength:
+    return PassageStrength(pointed.strength, spans, float(pointed.probabilities.max()))
+
+
 RANKED_SPANS = 8  # best spans per question a value chooser is told the rank of
 
 
@@ -139,7 +143,7 @@ class PointedContext:
         shown = sorted({r for ranges in question_ranges for r in ranges})
         return ContextChoice(
             [], shown, evidence, per_question=per_question, question_ranges=question_ranges,
-            strength=[PassageStrength(p.strength, len(spans)) for p in pointed],
+            strength=[_strength(p, len(spans)) for p in pointed],
         )
 
     def question_evidence(self, document: str, questions: Sequence[str]) -> list[QuestionEvidence]:
@@ -157,7 +161,7 @@ class PointedContext:
         """Per question, how strongly the best span speaks to it (what `__call__` reports as `strength`);
         None for a document without spans."""
         spans, pointed, _ = self._point(document, questions)
-        return [PassageStrength(p.strength, len(spans)) for p in pointed] if spans else None
+        return [_strength(p, len(spans)) for p in pointed] if spans else None
 
     def _point(self, document: str, questions: Sequence[str]):
         """The document's spans, each question's pointing (`_Pointed`) and the spans' tokens. Each

@@ -14,14 +14,14 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from ..evaluation import LabelledGroup, load_groups
 from ..model.loader import copy_checkpoint
-from ..reader.absence_gate import AbsenceGate, PassageStrength, is_absence_choice, is_hypothesis_slot
+from ..reader.absence_gate import FEATURES, AbsenceGate, PassageStrength, is_absence_choice, is_hypothesis_slot
 
 L2 = 1e-3  # ridge on the per-question intercepts, so a question always absent (or never) stays finite
 
@@ -50,13 +50,16 @@ def strength_rows(context, groups: Sequence[LabelledGroup]) -> list[StrengthRow]
     return rows
 
 
-def fit_gate(rows: Sequence[StrengthRow], steps: int = 200) -> AbsenceGate:
-    """The gate whose slopes best predict absence beside one intercept per question (log loss)."""
+def fit_gate(rows: Sequence[StrengthRow], steps: int = 200, reads: str = "best") -> AbsenceGate:
+    """The gate whose slopes best predict absence beside one intercept per question (log loss), on the
+    strength it `reads` (`PassageStrength.read`)."""
+    if reads not in FEATURES:
+        raise ValueError(f"a gate reads one of {', '.join(FEATURES)}, not {reads!r}")
     if len({r.absent for r in rows}) < 2:
         raise ValueError("the gate needs rows both with and without an absent answer")
     names = sorted({r.question for r in rows})
     index = {q: i for i, q in enumerate(names)}
-    x = torch.tensor([[r.strength.best, math.log(max(r.strength.spans, 1))] for r in rows], dtype=torch.float64)
+    x = torch.tensor([[r.strength.read(reads), math.log(max(r.strength.spans, 1))] for r in rows], dtype=torch.float64)
     centres = x.mean(dim=0)
     x = x - centres
     which = torch.tensor([index[r.question] for r in rows])
@@ -74,26 +77,42 @@ def fit_gate(rows: Sequence[StrengthRow], steps: int = 200) -> AbsenceGate:
 
     optimiser.step(closure)
     (weight, spans_weight), (centre, spans_centre) = weights.tolist(), centres.tolist()
-    return AbsenceGate(round(weight, 6), round(centre, 6), round(spans_weight, 6), round(spans_centre, 6))
+    return AbsenceGate(round(weight, 6), round(centre, 6), round(spans_weight, 6), round(spans_centre, 6), reads)
 
 
-def gate_checkpoint(engine, folder: Path, out: Path, contractnli: Path, log: Callable[[str], None] = print) -> dict:
+def with_novel_gate(gate: AbsenceGate, rows: Sequence[StrengthRow]) -> AbsenceGate:
+    """`gate` for the hypotheses of `rows`, beside a gate reading the pointer's top probability (fitted
+    on the same rows) for every other hypothesis."""
+    return replace(gate, known=frozenset(r.question for r in rows), novel=fit_gate(rows, reads="top"))
+
+
+def gate_checkpoint(
+    engine, folder: Path, out: Path, contractnli: Path, log: Callable[[str], None] = print, novel: bool = False
+) -> dict:
     """Copy the checkpoint in `folder` to `out` with an absence gate fitted through `engine`'s context
-    (a span pointer's) on ContractNLI's training documents; returns the gate and what it was fitted on."""
+    (a span pointer's) on ContractNLI's training documents; returns the gate and what it was fitted on.
+    With `novel`, the checkpoint's own gate (fitted anew where it has none) is kept for the hypotheses
+    fitted on and a gate on the top probability is added for every other (`with_novel_gate`)."""
     if not hasattr(engine.context, "strengths"):
         raise ValueError(f"{folder} has no span pointer: the gate reads its scores")
     started = time.monotonic()
     groups = load_groups(contractnli, "contractnli", "train")
     rows = strength_rows(engine.context, groups)
-    gate = fit_gate(rows)
+    meta = json.loads((folder / "config.json").read_text())
+    kept = AbsenceGate.from_dict(meta.get("absence_gate")) if novel else None
+    gate = kept if kept is not None else fit_gate(rows)
     log(f"absence gate: weight {gate.weight:.4f} (centre {gate.centre:.3f}), on log spans {gate.spans_weight:.4f} "
-        f"(centre {gate.spans_centre:.3f}), from {len(rows)} hypotheses")
+        f"(centre {gate.spans_centre:.3f}), {'kept' if kept is not None else f'from {len(rows)} hypotheses'}")
+    if novel:
+        gate = with_novel_gate(replace(gate, known=frozenset(), novel=None), rows)
+        log(f"novel hypotheses' gate: weight {gate.novel.weight:.4f} on the top probability's log-odds (centre "
+            f"{gate.novel.centre:.3f}), beside {len(gate.known)} hypotheses fitted on")
     copy_checkpoint(folder, out)
     meta = json.loads((out / "config.json").read_text())
     meta["absence_gate"] = gate.to_dict()
     record = {
         "questions": len(rows), "absent": sum(r.absent for r in rows), "contractnli_groups": len(groups),
-        "minutes": round((time.monotonic() - started) / 60, 2),
+        "novel": novel, "minutes": round((time.monotonic() - started) / 60, 2),
     }
     meta.setdefault("training", {})["absence_gate"] = record
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -44,7 +44,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("value-choosers", _onto(
         "fit-chooser", "--groups", "1000", "--epochs", "20", "--question-variants", "2", "--reword-documents")),
     Stage("comparer", _onto("fit-comparer", "--question-variants", "2", "--reword-documents")),
-    Stage("absence-gate", _onto("fit-gate", "--contractnli", "{contractnli}")),
+    Stage("absence-gate", _onto("fit-gate", "--contractnli", "{contractnli}", "--novel")),
     Stage("verdict-reader", _onto("fit-verdict", "--contractnli", "{contractnli}")),
     Stage("choice-reader", _onto(
         "fit-choices", "--groups", "2000", "--reword-documents", "--int8", "comparison_chooser")),
