@@ -98,13 +98,12 @@ def gate_checkpoint(
     started = time.monotonic()
     groups = load_groups(contractnli, "contractnli", "train")
     rows = strength_rows(engine.context, groups)
-    meta = json.loads((folder / "config.json").read_text())
-    kept = AbsenceGate.from_dict(meta.get("absence_gate")) if novel else None
+    kept = AbsenceGate.from_dict(json.loads((folder / "config.json").read_text()).get("absence_gate")) if novel else None
     gate = kept if kept is not None else fit_gate(rows)
     log(f"absence gate: weight {gate.weight:.4f} (centre {gate.centre:.3f}), on log spans {gate.spans_weight:.4f} "
         f"(centre {gate.spans_centre:.3f}), {'kept' if kept is not None else f'from {len(rows)} hypotheses'}")
     if novel:
-        gate = with_novel_gate(replace(gate, known=frozenset(), novel=None), rows)
+        gate = with_novel_gate(gate, rows)
         log(f"novel hypotheses' gate: weight {gate.novel.weight:.4f} on the top probability's log-odds (centre "
             f"{gate.novel.centre:.3f}), beside {len(gate.known)} hypotheses fitted on")
     copy_checkpoint(folder, out)

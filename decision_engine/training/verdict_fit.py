@@ -184,17 +184,17 @@ def add_verdict_reader(
     if not train:
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
     drilled = verdict_examples(engine.context, drill_groups(contractnli, drills, seed))
-    reworded = verdict_examples(engine.context, labelled_groups(paraphrase_drills_of(paraphrase_drills, seed)))
-    log(f"verdict reader: {len(train)} training hypotheses, {len(drilled)} drills and {len(reworded)} paraphrase "
+    paraphrased = verdict_examples(engine.context, labelled_groups(paraphrase_drills_of(paraphrase_drills, seed)))
+    log(f"verdict reader: {len(train)} training hypotheses, {len(drilled)} drills and {len(paraphrased)} paraphrase "
         f"drills, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
     store_in_int8(model, meta, folder, int8_parts)
-    losses = train_verdict_reader(model.verdict_reader, train + drilled + reworded, epochs, seed, log)
+    losses = train_verdict_reader(model.verdict_reader, train + drilled + paraphrased, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(reworded),
+        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(paraphrased),
         "epochs": epochs, "rank": rank, "wide": wide,
         "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
