@@ -499,10 +499,7 @@ def _graft_heads(args: argparse.Namespace) -> int:
 def _fit_gate(args: argparse.Namespace) -> int:
     from .training.absence_fit import gate_checkpoint
 
-    def fit(engine, folder, out, contractnli, log):
-        return gate_checkpoint(engine, folder, out, contractnli, log, novel=args.novel)
-
-    return _fit_on_contractnli(args, fit)
+    return _fit_on_contractnli(args, functools.partial(gate_checkpoint, novel=args.novel))
 
 
 def _fit_verdict(args: argparse.Namespace) -> int:
