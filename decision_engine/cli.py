@@ -335,8 +335,13 @@ def _fit_reworded(args: argparse.Namespace, fit, **options) -> int:
 
 
 def _fit_chooser(args: argparse.Namespace) -> int:
-    if args.drills < 0 or (args.generic and args.new_operations):
-        problem = "--drills must be 0 or more" if args.drills < 0 else "--generic fits new choosers: leave out --new-operations"
+    problem = (
+        "--drills must be 0 or more" if args.drills < 0
+        else "--generic fits new choosers: leave out --new-operations" if args.generic and args.new_operations
+        else "--mentions-in-spans fits new value choosers: leave out --new-operations and --generic"
+        if args.mentions_in_spans and (args.generic or args.new_operations) else None
+    )
+    if problem:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     if args.new_operations:
@@ -347,7 +352,7 @@ def _fit_chooser(args: argparse.Namespace) -> int:
 
     return _fit_reworded(
         args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
-        generic_below=args.generic_below if args.generic else None,
+        generic_below=args.generic_below if args.generic else None, mentions_in_spans=args.mentions_in_spans,
     )
 
 
@@ -703,6 +708,12 @@ def build_parser() -> argparse.ArgumentParser:
     chooser.add_argument(
         "--generic-below", type=float, default=0.2,
         help="with --generic: the value choosers' top probability under which the generic ones answer (default 0.2)",
+    )
+    chooser.add_argument(
+        "--mentions-in-spans", action="store_true",
+        help="read each value mention in the token states of the span the span pointer embeds, not in a window of "
+        "its own, so a new document costs the sentence encoder its spans only (needs a span pointer; fit the "
+        "comparison chooser again afterwards, as it reads the same mentions)",
     )
     _add_int8_argument(chooser, "value_chooser")
     chooser.set_defaults(func=_fit_chooser)

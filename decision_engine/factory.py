@@ -40,6 +40,7 @@ def build_engine(options: EngineOptions = EngineOptions(), model: DenoisingModel
     context = context_for_model(options.retrieval, model, options.evidence_tokens)
     embedder = getattr(context, "embedder", None)
     if embedder is not None:
+        embedder.mentions_in_spans = getattr(model, "mentions_in_spans", False)
         embedder.compute_in(dtype)
         if precision == "int8":
             embedder.quantize_int8()

@@ -327,3 +327,84 @@ def test_choice_words_are_kept_when_the_questions_are_forgotten(embedder):
     assert calls == [["Was the deposit returned?"]]  # the question afresh, the words from the cache
     embedder.clear_cache()
     assert embedder.embed_words(["yes"]).shape == first[:1].shape
+
+
+MENTIONED = (
+    "1. Notice. The tenant may end the lease by giving 30 days' written notice to the landlord.\n"
+    "2. Deposit. A deposit of 1,450 is held and returned within 14 days after the end of the lease.\n"
+    "3 May 2024: the tenant gave written notice. 21 May 2024: the tenant moved out."
+)
+
+
+def test_mentions_read_in_spans_cost_no_reading_beyond_the_spans():
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.retrieval.context import SPAN_CHARS
+    from decision_engine.retrieval.spans import split_spans
+
+    embedder = SpanEmbedder(cache_size=2, mentions_in_spans=True)
+    spans = split_spans(MENTIONED, SPAN_CHARS)
+    vectors = embedder.embed_spans(MENTIONED, spans)
+    plain = SpanEmbedder(cache_size=0)
+    assert torch.allclose(vectors, plain.embed([s.text for s in spans], spans=True), atol=1e-6)  # the pointer's vectors unchanged
+    reads = []
+    hidden_states = embedder._hidden_states
+    embedder._hidden_states = lambda ids, spans=False: reads.append(len(ids)) or hidden_states(ids, spans)
+    try:
+        mentions = find_mentions(MENTIONED)
+        read = embedder.embed_mentions(MENTIONED, mentions)
+    finally:
+        embedder._hidden_states = hidden_states
+    assert len(mentions) >= 5 and reads == []  # every mention read from the spans already encoded
+    fresh = SpanEmbedder(cache_size=0, mentions_in_spans=True).embed_mentions(MENTIONED, mentions)
+    assert torch.allclose(read, fresh, atol=1e-6)  # kept states read as a fresh reading of the spans
+    assert not torch.allclose(read, plain.embed_mentions(MENTIONED, mentions), atol=1e-3)  # not the windows' reading
+
+
+def test_a_mention_read_in_its_span_sees_only_its_span():
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.retrieval.embedder import DIM
+
+    embedder = SpanEmbedder(cache_size=0, mentions_in_spans=True)
+    alone = "21 May 2024: the tenant moved out."
+    in_file = embedder.embed_mentions(MENTIONED, [m for m in find_mentions(MENTIONED) if m.text == "21 May 2024"])
+    by_itself = embedder.embed_mentions(alone, find_mentions(alone)[:1])
+    assert torch.allclose(in_file[0, :DIM], by_itself[0, :DIM], atol=1e-5)  # its span is its own sentence
+    windows = SpanEmbedder(cache_size=0).embed_mentions(MENTIONED, [m for m in find_mentions(MENTIONED) if m.text == "21 May 2024"])
+    assert not torch.allclose(windows[0, :DIM], by_itself[0, :DIM], atol=1e-3)  # its window reads the line before it too
+
+
+def test_a_mention_past_its_spans_token_limit_is_read_in_its_own_window():
+    from decision_engine.grounding.mentions import find_mentions
+
+    from decision_engine.retrieval.context import SPAN_CHARS
+    from decision_engine.retrieval.embedder import DIM
+    from decision_engine.retrieval.spans import split_spans
+
+    long_line = "The parties agree " + "that the works shall be done with care " * 9 + "by 9 June 2025."
+    assert len(split_spans(long_line, SPAN_CHARS)) == 1  # one span of about 80 tokens; its window, about 55
+    span_reader = SpanEmbedder(cache_size=0, mentions_in_spans=True, max_tokens=64)
+    window_reader = SpanEmbedder(cache_size=0, max_tokens=64)
+    mentions = find_mentions(long_line)
+    assert [m.text for m in mentions] == ["9 June 2025"]
+    read = span_reader.embed_mentions(long_line, mentions)
+    assert torch.isclose(read[0, :DIM].norm(), torch.tensor(1.0))  # its own tokens were read, in the window
+    assert torch.allclose(read, window_reader.embed_mentions(long_line, mentions))
+
+
+def test_spans_whose_mentions_were_read_first_are_not_read_again():
+    from decision_engine.grounding.mentions import find_mentions
+    from decision_engine.retrieval.context import SPAN_CHARS
+    from decision_engine.retrieval.spans import split_spans
+
+    embedder = SpanEmbedder(cache_size=0, mentions_in_spans=True)  # as every fit reads: no document kept
+    embedder.embed_mentions(MENTIONED, find_mentions(MENTIONED))
+    reads = []
+    hidden_states = embedder._hidden_states
+    embedder._hidden_states = lambda ids, spans=False: reads.append(len(ids)) or hidden_states(ids, spans)
+    try:
+        vectors = embedder.embed_spans(MENTIONED, split_spans(MENTIONED, SPAN_CHARS))
+    finally:
+        embedder._hidden_states = hidden_states
+    assert reads == []
+    plain = SpanEmbedder(cache_size=0).embed([s.text for s in split_spans(MENTIONED, SPAN_CHARS)], spans=True)
+    assert torch.allclose(vectors, plain, atol=1e-6)

@@ -89,6 +89,7 @@ class NativeBackend:
         self.value_chooser = model.value_chooser  # grounds integer and date slots (grounding/grounder.py)
         self.generic_chooser = model.generic_chooser  # grounds them where it is unsure (reader/fallback_chooser.py)
         self.generic_below = model.cfg.generic_below  # the value chooser's top probability under which it does
+        self.mentions_in_spans = model.cfg.mentions_in_spans  # the choosers read mentions in the pointer's spans
         self.comparison_chooser = model.comparison_chooser  # may answer boolean slots by a comparison (the same)
         self.verdict_reader = model.verdict_reader  # weighs in on hypothesis slots (reader/verdict_reader.py)
         self.choice_reader = model.choice_reader  # weighs in on boolean and enum slots (reader/choice_reader.py)

@@ -43,6 +43,9 @@ class BlockDiffusionConfig:
     # with chooses_values: the operations (the first of grounding.candidates.OPERATIONS) its choosers have
     # forms for, and so offer; checkpoints saved before counts have no entry and know the 9 before them
     chooser_operations: int = len(OPERATIONS)
+    # with chooses_values: its choosers (and the comparison chooser's sides) read each value mention in the
+    # token states of the span the pointer embeds, not in a window of its own (retrieval/embedder.py)
+    mentions_in_spans: bool = False
     # with chooses_values: value choosers fitted with value drills (datasets/value_drills.py) that answer a
     # grounded slot in their stead where the value choosers are unsure (reader/fallback_chooser.py); 0: none
     generic_choosers: int = 0

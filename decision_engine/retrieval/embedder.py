@@ -5,6 +5,7 @@ The model loads on first use, never at import: a web server imports this module.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import hashlib
 import threading
@@ -74,6 +75,29 @@ BATCH_SIZE = 16  # texts per encoder call, sorted by length: little padding (64 
 QUESTION_CACHE = 4096  # questions repeat across requests (e.g. the 17 ContractNLI hypotheses)
 WORD_CACHE = 4096  # a choice's words ("yes", "no", an enum's values) and fixed phrases recur across every group
 PASSAGE_CACHE = 8192  # short passages of documents (a mention's sides), about 1.5 KB each
+STATE_CACHE = 4  # documents whose spans' token states are kept for reading their mentions (`mentions_in_spans`)
+
+
+def pool_mention(
+    row: torch.Tensor, hidden: torch.Tensor, offsets: Sequence[tuple[int, int]], mention, sentence: tuple[int, int]
+) -> bool:
+    """Write into `row` (MENTION_DIM) the unit-length means of the token states (`hidden`, (T, DIM),
+    at document `offsets`) that read `mention` (`mention_token_parts`); a part without tokens stays as
+    it was. Returns whether the mention had tokens of its own."""
+    parts = mention_token_parts(offsets, mention, sentence)
+    for part, tokens in enumerate(parts):
+        if tokens:
+            vector = hidden[tokens].mean(dim=0)
+            row[part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)
+    return bool(parts[0])
+
+
+@dataclass(frozen=True)
+class SpanStates:
+    """One span as the encoder read it: its tokens' document offsets and last hidden states (T, DIM)."""
+
+    offsets: list[tuple[int, int]]
+    states: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -93,8 +117,12 @@ class SpanEmbedder:
         max_tokens: int = MAX_TOKENS,
         batch_size: int = BATCH_SIZE,
         device: str = "cpu",
+        mentions_in_spans: bool = False,
     ):
         self.cache_size = cache_size
+        # read value mentions from the token states of the spans the pointer embeds, not from windows of
+        # their own (`_mention_vectors`): a new document costs the encoder its spans only
+        self.mentions_in_spans = mentions_in_spans
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.device = torch.device(device)
@@ -108,6 +136,7 @@ class SpanEmbedder:
         self._words: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._mentions: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._passages: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self._span_states: OrderedDict[tuple, list[SpanStates]] = OrderedDict()
         self._hits = 0
         self._misses = 0
 
@@ -126,7 +155,8 @@ class SpanEmbedder:
         scale per token: the vectors stay within a cosine of about 3e-3 of float32's). Spans are most of
         a new document's reading and their vectors only rank them for the pointer; value mentions,
         questions and words stay float32, since the value choosers tell near-identical mentions apart
-        by their vectors (in int8 they moved a sample's date). Span vectors already kept are forgotten."""
+        by their vectors (in int8 they moved a sample's date). Span vectors already kept are forgotten.
+        Where mentions are read in spans (`mentions_in_spans`) the spans stay float32 for the same reason."""
         with self._lock:
             if self._span_model is not None:
                 return
@@ -198,7 +228,11 @@ class SpanEmbedder:
                 self._documents.move_to_end(key)
                 return cached
             self._misses += 1
-            vectors = self.embed([s.text for s in spans], spans=True)
+            if self.mentions_in_spans:  # their token states stay for the mentions (or were kept by them)
+                read = self._span_states.get(key)
+                vectors = self._pooled(read if read is not None else self._read_span_states(key, spans))
+            else:
+                vectors = self.embed([s.text for s in spans], spans=True)
             if self.cache_size > 0:
                 self._documents[key] = vectors
                 while len(self._documents) > self.cache_size:
@@ -251,6 +285,16 @@ class SpanEmbedder:
         out = torch.zeros((len(mentions), MENTION_DIM), dtype=torch.float32)
         if not mentions:
             return out
+        rest = list(range(len(mentions)))
+        if self.mentions_in_spans:
+            rest = self._read_in_spans(text, mentions, out)
+        if rest:
+            out[rest] = 0.0
+            self._read_in_windows(text, [mentions[i] for i in rest], out, rest)
+        return out
+
+    def _read_in_windows(self, text: str, mentions: Sequence, out: torch.Tensor, rows: Sequence[int]) -> None:
+        """Fill `out[rows]` with the mentions read each in its own window of its line (`mention_window`)."""
         windows = [mention_window(text, m) for m in mentions]
         pieces = sorted({w for w in windows})
         index = {w: i for i, w in enumerate(pieces)}
@@ -260,14 +304,61 @@ class SpanEmbedder:
                 [text[a:b] for a, b in pieces], truncation=True, max_length=self.max_tokens, return_offsets_mapping=True
             )
             states = self._hidden_states(encoded["input_ids"])
-        for row, (mention, window) in enumerate(zip(mentions, windows)):
-            hidden = states[index[window]]  # (T, D)
+        for row, mention, window in zip(rows, mentions, windows):
             offsets = [(a + window[0], b + window[0]) for a, b in encoded["offset_mapping"][index[window]]]
-            parts = mention_token_parts(offsets, mention, mention_sentence(text, mention, window))
-            for part, tokens in enumerate(parts):
-                if tokens:
-                    vector = hidden[tokens].mean(dim=0)
-                    out[row, part * DIM : (part + 1) * DIM] = torch.nn.functional.normalize(vector, dim=0)
+            pool_mention(out[row], states[index[window]], offsets, mention, mention_sentence(text, mention, window))
+
+    def _read_in_spans(self, text: str, mentions: Sequence, out: torch.Tensor) -> list[int]:
+        """Fill `out` with the mentions read in the token states of the spans holding them (the pointer's
+        cut, kept from its reading or read now); returns the rows no span holds whole, to be read alone."""
+        from .context import SPAN_CHARS
+        from .spans import split_spans
+
+        spans = split_spans(text, SPAN_CHARS)
+        key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), tuple((s.start, s.end) for s in spans))
+        with self._lock:
+            read = self._span_states.get(key)
+            if read is None:
+                read = self._read_span_states(key, spans)
+            self._span_states.move_to_end(key)
+        starts = [s.start for s in spans]
+        rest = []
+        for row, mention in enumerate(mentions):
+            k = bisect.bisect_right(starts, mention.start) - 1
+            if k < 0 or mention.end > spans[k].end:
+                rest.append(row)
+                continue
+            sentence = mention_sentence(text, mention, (spans[k].start, spans[k].end))
+            if not pool_mention(out[row], read[k].states, read[k].offsets, mention, sentence):
+                rest.append(row)  # its tokens fell past the span's token limit
+        return rest
+
+    def _read_span_states(self, key: tuple, spans: Sequence[Span]) -> list[SpanStates]:
+        """Read `spans` (one document's, under `key`) with the float encoder and keep each one's token
+        states and their document offsets for its mentions (`STATE_CACHE` documents at most)."""
+        if not spans:
+            return []
+        with self._lock, torch.inference_mode():
+            self._load()
+            encoded = self._tokenizer(
+                [s.text for s in spans], truncation=True, max_length=self.max_tokens, return_offsets_mapping=True
+            )
+            states = self._hidden_states(encoded["input_ids"])
+            read = [
+                SpanStates([(a + s.start, b + s.start) for a, b in offsets], hidden)
+                for s, offsets, hidden in zip(spans, encoded["offset_mapping"], states)
+            ]
+            self._span_states[key] = read
+            while len(self._span_states) > STATE_CACHE:
+                self._span_states.popitem(last=False)
+            return read
+
+    @staticmethod
+    def _pooled(read: Sequence[SpanStates]) -> torch.Tensor:
+        """(S, 384) each span's mean token state, unit length: what `embed` gives for the same texts."""
+        out = torch.zeros((len(read), DIM), dtype=torch.float32)
+        for row, span in enumerate(read):
+            out[row] = torch.nn.functional.normalize(span.states.mean(dim=0), p=2, dim=0)
         return out
 
     def _hidden_states(self, ids: list[list[int]], spans: bool = False) -> list[torch.Tensor]:
@@ -294,4 +385,5 @@ class SpanEmbedder:
             self._words.clear()
             self._mentions.clear()
             self._passages.clear()
+            self._span_states.clear()
             self._hits = self._misses = 0

@@ -13,6 +13,11 @@ import torch
 from ..retrieval.embedder import SpanEmbedder
 
 
+def model_embedder(model) -> SpanEmbedder:
+    """A sentence encoder that keeps no document, reading value mentions as `model`'s choosers do."""
+    return SpanEmbedder(cache_size=0, mentions_in_spans=model.cfg.mentions_in_spans)
+
+
 def model_pointer(model):
     """The pointed context of a model with a span pointer (its evidence per question), else None."""
     if model.span_pointer is None:
@@ -20,7 +25,7 @@ def model_pointer(model):
     from ..backends.native import model_vocabulary
     from ..retrieval.pointed import PointedContext
 
-    return PointedContext(model_vocabulary(model), model.span_pointer.eval(), SpanEmbedder(cache_size=0))
+    return PointedContext(model_vocabulary(model), model.span_pointer.eval(), model_embedder(model))
 
 
 def fit_on_generated(

@@ -314,6 +314,7 @@ def add_value_chooser(
     int8_parts: Sequence[str] = (),
     drills: int = 0,
     generic_below: float | None = None,
+    mentions_in_spans: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader (`int8_parts` stored in int8 from now on); returns the fit's summary (with
@@ -321,7 +322,9 @@ def add_value_chooser(
     `cue`: which words say what a mention is, "before" it or "around" it (`reader.value_chooser.cue_view`),
     or "both": two choosers, one per cue, whose probabilities are averaged (`reader.chooser_ensemble`).
     With `generic_below`, the checkpoint's value choosers stay and generic ones are fitted beside them,
-    answering the slots where the value choosers' top probability is under it (`reader/fallback_chooser.py`)."""
+    answering the slots where the value choosers' top probability is under it (`reader/fallback_chooser.py`).
+    `mentions_in_spans`: the new choosers read each mention in the span the pointer embeds (the model's
+    other readers of mentions, its comparison chooser, then need fitting again)."""
     if cue not in CHOOSER_CUES:
         raise ValueError(f"cue must be one of {', '.join(CHOOSER_CUES)}, not {cue!r}")
     if generic_below is not None and not 0.0 < generic_below <= 1.0:
@@ -331,6 +334,12 @@ def add_value_chooser(
     from ..model.loader import ModelLoadError, checkpoint_config, load_checkpoint, save_refitted, store_in_int8
 
     saved, meta = checkpoint_config(folder)
+    if mentions_in_spans and not saved.points_at_spans:
+        raise ModelLoadError(f"{folder} has no span pointer, so no spans to read mentions in; leave out --mentions-in-spans")
+    if mentions_in_spans and saved.compares_values and not saved.mentions_in_spans:
+        log("the comparison chooser was fitted on mentions read in windows of their own; "
+            "fit it again with `decision-engine fit-comparer` onto this checkpoint")
+    saved = replace(saved, mentions_in_spans=saved.mentions_in_spans or mentions_in_spans)
     if generic_below is not None:
         if not saved.chooses_values:
             raise ModelLoadError(
