@@ -334,14 +334,19 @@ def _fit_reworded(args: argparse.Namespace, fit, **options) -> int:
     )
 
 
+def _chooser_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with `fit-chooser`'s options taken together, or None."""
+    if args.drills < 0:
+        return "--drills must be 0 or more"
+    if args.generic and args.new_operations:
+        return "--generic fits new choosers: leave out --new-operations"
+    if args.mentions_in_spans and (args.generic or args.new_operations):
+        return "--mentions-in-spans fits new value choosers: leave out --new-operations and --generic"
+    return None
+
+
 def _fit_chooser(args: argparse.Namespace) -> int:
-    problem = (
-        "--drills must be 0 or more" if args.drills < 0
-        else "--generic fits new choosers: leave out --new-operations" if args.generic and args.new_operations
-        else "--mentions-in-spans fits new value choosers: leave out --new-operations and --generic"
-        if args.mentions_in_spans and (args.generic or args.new_operations) else None
-    )
-    if problem:
+    if problem := _chooser_problem(args):
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID
     if args.new_operations:
