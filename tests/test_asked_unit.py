@@ -90,12 +90,3 @@ def test_a_question_asking_for_a_percentage_is_never_answered_by_a_count():
     candidates = integer_candidates(mentions, 0, 100, derivations=3)
     excluded = cannot_count_in(candidates, mentions, None, percentage=True)
     assert [x for x in excluded] == [c.operation == "count_at_least" for c in candidates] and any(excluded)
-
-
-def test_the_days_a_period_falls_short_count_in_days_only():
-    mentions = find_mentions("Notice of 30 days is owed.\nNotice given 1 May 2024, leaving on 12 May 2024.")
-    candidates = integer_candidates(mentions, 0, 100, derivations=3)
-    short = [k for k, c in enumerate(candidates) if c.operation == "shortfall"]
-    assert [candidates[k].value for k in short] == [19]
-    for unit, excluded in (("days", False), ("weeks", True), ("months", True), (None, False)):
-        assert cannot_count_in(candidates, mentions, unit)[short[0]] is excluded, unit

@@ -9,9 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decision_engine.grounding.candidates import (
-    COUNT,
     MAX_COUNTED,
-    SHORTFALL,
     percent_lists,
     MAX_CANDIDATES,
     Candidate,
@@ -291,7 +289,7 @@ def test_counts_of_listed_percentages_at_or_above_a_threshold_match_hand_counts(
     assert counts["how many of the percentages 60% to 2% are at least 10%"] == 2
     assert counts["how many of the percentages 18% to 2% are at least 60%"] == 0
     assert not any(key.endswith("at least 60%") and "60% to" in key for key in counts)  # never its own item
-    assert not [c for c in integer_candidates(mentions, 0, 10, operations=COUNT) if c.operation == "count_at_least"]
+    assert not [c for c in integer_candidates(mentions, 0, 10, counts=False) if c.operation == "count_at_least"]
     level = find_mentions("Threshold: 18%.\nA 18%; B 5%; C 30%.")
     counted = [c for c in integer_candidates(level, 0, 10) if c.operation == "count_at_least"]
     assert [(c.describe(), c.value) for c in counted][:1] == [("how many of the percentages 18% to 5% are at least 18%", 1)]
@@ -302,41 +300,3 @@ def test_a_count_keeps_its_own_derivations_beside_other_ways_to_its_value():
     candidates = integer_candidates(mentions, 0, 10)  # one derivation of each value
     twos = [c.operation for c in candidates if c.value == 2]
     assert twos.count("count_at_least") == 1 and len(twos) == 2  # "2%" copied, and a count
-
-
-DISMISSAL = (
-    "[Ending employment] The Employer owes 14 days' notice in probation and 30 days' notice later; "
-    "each day short is paid in lieu. An Employee who resigns owes 27 days' notice.\n"
-    "* Pay rise agreed at the review on 26 March 2029.\n"
-    "* Dismissal notice issued 27 March 2029, employment ending 7 April 2029.\n"
-    "* Handover meeting on 2 April 2029.\n"
-)
-
-
-def test_a_period_written_by_its_two_ends_falls_short_of_each_longer_duration_in_days():
-    mentions = find_mentions(DISMISSAL)
-    short = {c.describe(): c.value for c in integer_candidates(mentions, 0, 100, derivations=50)
-             if c.operation == "shortfall"}
-    # 27 March to 7 April 2029 is 11 days: 30 - 11, 14 - 11 and 27 - 11, by hand
-    assert short == {
-        "30 days - days from 2029-03-27 to 2029-04-07": 19,
-        "14 days - days from 2029-03-27 to 2029-04-07": 3,
-        "27 days - days from 2029-03-27 to 2029-04-07": 16,
-    }  # dates on other lines (26 March, 2 April) are never a period's ends
-
-
-def test_no_shortfall_where_the_period_is_long_enough_or_the_chooser_predates_it():
-    enough = find_mentions("Notice of 10 days is owed.\nNotice given 1 May 2024, leaving on 20 May 2024.\n")
-    assert not [c for c in integer_candidates(enough, 0, 100) if c.operation == "shortfall"]  # 19 days >= 10
-    mentions = find_mentions(DISMISSAL)
-    assert not [c for c in integer_candidates(mentions, 0, 100, operations=SHORTFALL) if c.operation == "shortfall"]
-    assert not [c for c in integer_candidates(mentions, 0, 100, operations=COUNT) if c.operation == "shortfall"]
-    business = find_mentions("Notice of 10 business days is owed.\nNotice given 1 May 2024, leaving on 3 May 2024.\n")
-    assert not [c for c in integer_candidates(business, 0, 100) if c.operation == "shortfall"]  # not calendar days
-
-
-def test_a_shortfall_keeps_its_own_derivation_beside_other_ways_to_its_value():
-    mentions = find_mentions(DISMISSAL)
-    candidates = integer_candidates(mentions, 0, 100)  # one derivation of each value
-    sixteens = [c.operation for c in candidates if c.value == 16]
-    assert sixteens == ["subtract", "shortfall"]  # 30 - 14, and 27 days less the 11 between the period's ends

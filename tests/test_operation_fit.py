@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from decision_engine.grounding.candidates import COUNT, OPERATIONS, SHORTFALL
+from decision_engine.grounding.candidates import COUNT, OPERATIONS
 from decision_engine.grounding.grounder import Grounder
 from decision_engine.grounding.mentions import find_mentions
-from decision_engine.grounding.slot_candidates import known_operations, slot_candidates
+from decision_engine.grounding.slot_candidates import offers_counts, slot_candidates
 from decision_engine.model.transformer import BlockDiffusionConfig
 from decision_engine.reader.chooser_ensemble import ChooserEnsemble, value_chooser
 from decision_engine.reader.value_chooser import CandidateTable, ValueChooser, operation_slices, with_operations
@@ -37,7 +37,7 @@ def test_a_chooser_grown_to_counts_scores_every_other_candidate_as_before():
     grown = grown_chooser(old).eval()
     assert grown.operations == len(OPERATIONS) and old.operations == COUNT
     mentions = find_mentions(REGISTER)
-    without = slot_candidates(COUNTED, mentions, COUNT)
+    without = slot_candidates(COUNTED, mentions, counts=False)
     with torch.no_grad():
         assert torch.allclose(old(*_inputs(without, mentions)), grown(*_inputs(without, mentions)), atol=1e-6)
     with_counts = slot_candidates(COUNTED, mentions)
@@ -96,17 +96,8 @@ def test_checkpoints_saved_before_counts_know_nine_operations_and_offer_no_count
     del saved["chooser_operations"]
     assert BlockDiffusionConfig.from_dict(saved).chooser_operations == COUNT
     assert BlockDiffusionConfig().chooser_operations == len(OPERATIONS)
-    assert known_operations(value_chooser(2, COUNT)) == COUNT and known_operations(value_chooser(1)) == len(OPERATIONS)
+    assert not offers_counts(value_chooser(2, COUNT)) and offers_counts(value_chooser(1))
     for operations, offered in ((COUNT, False), (len(OPERATIONS), True)):
         grounder = Grounder(ValueChooser(operations=operations))
         candidates, _ = grounder._candidates(grounder._read(REGISTER), COUNTED)
         assert any(c.operation == "count_at_least" for c in candidates) is offered
-
-
-def test_choosers_fitted_before_shortfalls_offer_counts_and_no_shortfall():
-    period = REGISTER + "Notice of 30 days is owed; notice was given 1 May 2024, leaving on 12 May 2024.\n"
-    for operations, counts, shortfalls in ((SHORTFALL, True, False), (len(OPERATIONS), True, True)):
-        grounder = Grounder(ValueChooser(operations=operations))
-        candidates, _ = grounder._candidates(grounder._read(period), AnswerSchema(type="integer", minimum=0, maximum=100))
-        assert any(c.operation == "count_at_least" for c in candidates) is counts
-        assert any(c.operation == "shortfall" for c in candidates) is shortfalls

@@ -17,10 +17,6 @@ list of percentages (a share register: "A 30%; B 12%; C 41%") is also counted ag
 percentage of the document as a threshold: how many of its items are at or above it
 (`percent_lists`); a count keeps its own `derivations`, apart from the other ways to its value, or
 the small numbers that many steps reach would hide every count.
-A period written as its two ends on one line ("notice issued 27 March 2029, employment ending
-7 April 2029") also falls short of each duration in days by what the two dates leave of it
-(`shortfall`: 30 days less the 11 between them, 19 days of pay in lieu): two steps in one, kept
-only where something is short, with derivations of its own as a count keeps them.
 An integer slot whose bounds allow it may also answer 0 from no mention at all ("zero": nothing owed,
 nothing short, nothing found), which no step over written values reaches.
 """
@@ -37,11 +33,8 @@ from .mention import Mention
 
 OPERATIONS = (
     "copy", "date_plus", "date_minus", "days_between", "add", "subtract", "sum", "percent_of", "zero", "count_at_least",
-    "shortfall",
 )
 COUNT = OPERATIONS.index("count_at_least")  # value choosers fitted before counts know the operations before it
-SHORTFALL = OPERATIONS.index("shortfall")  # and those fitted before shortfalls, the ones before it
-OWN_DERIVATIONS = ("count_at_least", "shortfall")  # each keeps derivations of a value apart from the other ways to it
 MAX_CANDIDATES = 256  # keeps a slot's table of choices small
 PAIR_POOL = 24  # distinct values per operand role in two-operand steps (276 pairs at most)
 SUM_POOL = 8  # sums of three and four amounts over the first 8 distinct ones (56 + 70 sums)
@@ -78,8 +71,6 @@ class Candidate:
             return f"{terms[0]} of {terms[1]}"
         if self.operation == "count_at_least":
             return f"how many of the percentages {terms[1]} to {terms[2]} are at least {terms[0]}"
-        if self.operation == "shortfall":
-            return f"{terms[0]} - days from {terms[1]} to {terms[2]}"
         return " + ".join(terms)
 
 
@@ -90,12 +81,11 @@ def integer_candidates(
     limit: int = MAX_CANDIDATES,
     zero: bool = True,
     derivations: int = 1,
-    operations: int = len(OPERATIONS),
+    counts: bool = True,
 ) -> list[Candidate]:
     """Copies of numbers and duration counts, then 0 (with `zero`), days between dates, a + b,
-    a - b, sums, p% of a, the items of a list of percentages at or above a threshold, and the days a
-    period falls short of a duration; each value reached at most `derivations` ways. Only the first
-    `operations` of `OPERATIONS` are offered (a chooser fitted before an operation has no forms for it)."""
+    a - b, sums, p% of a, and (with `counts`) the items of a list of percentages at or above a
+    threshold; each value reached at most `derivations` ways."""
     copies = [_step("copy", m.value, i) for i, m in enumerate(mentions) if m.kind != "date"]
     if zero:
         copies.append(_step("zero", 0))  # after the copies: a "0" written in the text keeps its mention
@@ -125,10 +115,8 @@ def integer_candidates(
             # Round half up, in integers: 5% of 1,450 = 72.5 -> 73.
             value = (2 * mentions[p].value * mentions[a].value + 100) // 200
             steps.append(_step("percent_of", value, p, a))
-    if operations > COUNT:
+    if counts:
         steps.extend(_counts(mentions, percents))
-    if operations > SHORTFALL:
-        steps.extend(_shortfalls(mentions))
     return _finish(mentions, copies, steps, _within(minimum, maximum), limit, derivations)
 
 
@@ -171,7 +159,7 @@ def measure(candidate: Candidate, mentions: Sequence[Mention]) -> str:
     a duration or a step over durations; "percent" for a copied percentage; "number" otherwise."""
     if isinstance(candidate.value, dt.date):
         return "date"
-    if candidate.operation in ("days_between", "shortfall"):
+    if candidate.operation == "days_between":
         return "days"
     if candidate.operation in ("percent_of", "zero", "count_at_least") or not candidate.operands:
         return "number"
@@ -227,21 +215,6 @@ def _counts(mentions: Sequence[Mention], thresholds: Sequence[int]) -> list[_Ste
             if t not in run:
                 value = sum(mentions[k].value >= mentions[t].value for k in run)
                 steps.append(_step("count_at_least", value, t, run[0], run[-1]))
-    return steps
-
-
-def _shortfalls(mentions: Sequence[Mention]) -> list[_Step]:
-    """Per duration in calendar days and two dates written on one line, the days the period between
-    them falls short of the duration, where it does; operands: the duration, the earlier date, the later."""
-    durations = _distinct(mentions, lambda m: m.kind == "duration" and m.unit == "days" and not m.business)[:PAIR_POOL]
-    dates = [i for i, m in enumerate(mentions) if m.kind == "date"]
-    steps = []
-    for i, j in combinations(dates, 2):
-        if mentions[i].line != mentions[j].line or mentions[i].value == mentions[j].value:
-            continue  # apart, the same day, or two readings of one ambiguous date
-        early, late = sorted((i, j), key=lambda k: mentions[k].value)
-        gap = (mentions[late].value - mentions[early].value).days
-        steps.extend(_step("shortfall", mentions[d].value - gap, d, early, late) for d in durations if mentions[d].value > gap)
     return steps
 
 
@@ -307,15 +280,14 @@ def _finish(
     derivations: int = 1,
 ) -> list[Candidate]:
     """Copies, then steps in their fixed order; in bounds, the first `derivations` derivations of a
-    value (and as many of each operation in `OWN_DERIVATIONS`), capped; only the kept ones are written
-    out as candidates."""
+    value (and as many counts of it), capped; only the kept ones are written out as candidates."""
     steps.sort(key=lambda c: (max(c[2]), _RANK[c[1]], c[2]))
     kept: list[_Step] = []
     seen: dict = {}
     for step in copies + steps:
         if len(kept) >= limit:
             break
-        way = (step[0], step[1] if step[1] in OWN_DERIVATIONS else "")
+        way = (step[0], step[1] == "count_at_least")
         if seen.get(way, 0) < derivations and allowed(step[0]):
             seen[way] = seen.get(way, 0) + 1
             kept.append(step)

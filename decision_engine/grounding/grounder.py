@@ -24,7 +24,7 @@ from .candidates import Candidate
 from .mention import Mention
 from .mentions import find_mentions
 from .siblings import AnswerMass, group_sibling_features, sibling_features, slots_answer_mass
-from .slot_candidates import candidate_text, is_grounded, known_operations, merge_derivations, slot_candidates
+from .slot_candidates import candidate_text, is_grounded, merge_derivations, offers_counts, slot_candidates
 
 
 DOCUMENT_CACHE = 64  # documents whose mentions and candidate tables are kept
@@ -194,7 +194,7 @@ class Grounder:
         with self._lock:
             found = read.by_schema.get(key)
         if found is None:
-            candidates = slot_candidates(schema, read.mentions, known_operations(self.chooser))
+            candidates = slot_candidates(schema, read.mentions, offers_counts(self.chooser))
             table = CandidateTable.of(candidates, read.mentions) if candidates else None
             found = (candidates, table)
             with self._lock:

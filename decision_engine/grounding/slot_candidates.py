@@ -9,7 +9,7 @@ import torch
 
 from ..kinds.date import date_bounds
 from ..types import AnswerSchema
-from .candidates import COUNT, DERIVATIONS, OPERATIONS, Candidate, date_candidates, integer_candidates
+from .candidates import COUNT, DERIVATIONS, Candidate, date_candidates, integer_candidates
 from .mention import Mention
 
 
@@ -18,23 +18,20 @@ def is_grounded(schema: AnswerSchema) -> bool:
     return schema.type == "integer" or (schema.type == "string" and schema.format == "date")
 
 
-def slot_candidates(
-    schema: AnswerSchema, mentions: Sequence[Mention], operations: int = len(OPERATIONS)
-) -> list[Candidate]:
+def slot_candidates(schema: AnswerSchema, mentions: Sequence[Mention], counts: bool = True) -> list[Candidate]:
     """The values the slot can reach from the mentions, in the candidate order of `candidates`, each
-    by up to `DERIVATIONS` ways (`merge_derivations` makes them one choice per value); only by the
-    first `operations` of `OPERATIONS` (a chooser fitted before the others has no forms for them)."""
+    by up to `DERIVATIONS` ways (`merge_derivations` makes them one choice per value); counts of
+    listed percentages only with `counts` (a chooser fitted before them has no forms for them)."""
     if schema.type == "integer":
-        return integer_candidates(mentions, schema.minimum, schema.maximum, derivations=DERIVATIONS, operations=operations)
+        return integer_candidates(mentions, schema.minimum, schema.maximum, derivations=DERIVATIONS, counts=counts)
     if schema.type == "string" and schema.format == "date":
         return date_candidates(mentions, *date_bounds(schema), derivations=DERIVATIONS)
     return []
 
 
-def known_operations(chooser) -> int:
-    """How many of `OPERATIONS` a value chooser (or ensemble) has forms for, so its slots offer them
-    (one fitted before counts knows the ones before them)."""
-    return getattr(chooser, "operations", COUNT)
+def offers_counts(chooser) -> bool:
+    """Whether a value chooser (or ensemble) has forms for counts, so its slots offer them."""
+    return getattr(chooser, "operations", COUNT) > COUNT
 
 
 def candidate_text(candidate: Candidate) -> str:

@@ -39,7 +39,7 @@ def comparison_candidates(mentions: Sequence[Mention]) -> list[Candidate]:
     """The values either side of a comparison may take: integer candidates, then date candidates, each
     value reached by up to `DERIVATIONS` ways (a side's probability of a value is theirs summed)."""
     return [
-        *integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False, derivations=DERIVATIONS, operations=COUNT),
+        *integer_candidates(mentions, limit=SIDE_CANDIDATES, zero=False, derivations=DERIVATIONS, counts=False),
         *date_candidates(mentions, limit=SIDE_CANDIDATES, derivations=DERIVATIONS),
     ]
 

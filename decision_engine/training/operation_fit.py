@@ -90,8 +90,6 @@ def add_operations(
         for hook in hooks:
             hook.remove()
     fitted = with_rewording({**fitted, "operations_fitted": list(OPERATIONS[had:])}, question_variants, reword_documents)
-    previous = meta.get("training", {}).get("value_chooser") or {}
-    if "new_operations" in previous:  # the record of the operations taught before these is kept with it
-        fitted = {**fitted, "earlier": previous["new_operations"]}
-    save_refitted(model, meta, out, folder, "value_chooser", {**previous, "new_operations": fitted})
+    previous = meta.get("training", {}).get("value_chooser")
+    save_refitted(model, meta, out, folder, "value_chooser", {**(previous or {}), "new_operations": fitted})
     return fitted

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..grounding.mentions import find_mentions
 from ..grounding.siblings import group_sibling_features, sibling_features, slots_answer_mass
-from ..grounding.slot_candidates import is_grounded, known_operations, slot_candidates
+from ..grounding.slot_candidates import is_grounded, offers_counts, slot_candidates
 from ..reader.comparison_chooser import comparison_candidates, comparison_loss
 from ..reader.value_chooser import SIBLING_FEATURES, choice_loss
 from ..types import AnswerSchema
@@ -59,7 +59,7 @@ def sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedder, pointe
         asked = _grounded_asked(line)
         if len(asked) < 2:
             continue
-        examples = choice_examples([line], embedder, pointer, operations=known_operations(chooser))
+        examples = choice_examples([line], embedder, pointer, counts=offers_counts(chooser))
         slots = _alone(examples, asked, find_mentions(line["document"]["text"]), chooser)
         out.extend(SiblingExample(e, f) for e, f in zip(examples, group_sibling_features(slots)))
     return out
@@ -72,7 +72,7 @@ def _alone(lines_examples: Sequence[ChoiceExample], schemas, mentions, chooser: 
         *inputs, _ = collate([example])
         with torch.no_grad():
             alone = chooser(*inputs)[0].softmax(-1)[:-1]
-        slots.append((slot_candidates(schema, mentions, known_operations(chooser)), mentions, alone))
+        slots.append((slot_candidates(schema, mentions, offers_counts(chooser)), mentions, alone))
     return slots
 
 
@@ -88,7 +88,7 @@ def compared_sibling_examples(lines: Sequence[dict], chooser: nn.Module, embedde
         if not compared:
             continue
         mentions = find_mentions(line["document"]["text"])
-        slots = _alone(choice_examples([line], embedder, pointer, operations=known_operations(chooser)), asked, mentions, chooser)
+        slots = _alone(choice_examples([line], embedder, pointer, counts=offers_counts(chooser)), asked, mentions, chooser)
         mass = slots_answer_mass(slots)
         features = sibling_features(comparison_candidates(mentions), mentions, mass)
         out.extend(SiblingExample(e, features) for e in compared)

@@ -25,7 +25,7 @@ from ..datasets.value_drills import drill_groups
 from ..grounding.candidates import OPERATIONS
 from ..grounding.mention import Mention
 from ..grounding.mentions import find_mentions
-from ..grounding.slot_candidates import is_grounded, known_operations, slot_candidates
+from ..grounding.slot_candidates import is_grounded, slot_candidates
 from ..reader.chooser_ensemble import ChooserEnsemble, chooser_count, read_cue
 from ..reader.value_chooser import (
     CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
@@ -123,10 +123,10 @@ def reworded_vectors(
 def choice_examples(
     lines: Sequence[dict], embedder: SpanEmbedder, pointer=None, variants: int = 0, seed: int = 0,
     reword_documents: bool = False,
-    operations: int = len(OPERATIONS),
+    counts: bool = True,
 ) -> list[ChoiceExample]:
     """Examples from labelled request lines: one per integer or date question with a label (its
-    candidates by the first `operations` of `OPERATIONS`, as `slot_candidates`); with
+    candidates with counts of listed percentages where `counts`, as `slot_candidates`); with
     `pointer` (a context with `question_evidence`), each question's mentions carry where it points.
     With `variants`, each question also comes that many more times, read with some of its words left
     out (`drop_words`), so the chooser meets wordings the generator's few paraphrases never use; with
@@ -152,7 +152,7 @@ def choice_examples(
         copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
-            candidates = slot_candidates(schema, mentions, operations)
+            candidates = slot_candidates(schema, mentions, counts)
             right = [gold is not None and type(c.value) is type(gold) and c.value == gold for c in candidates]
             target = torch.tensor([*right, not any(right)], dtype=torch.bool)
             seen = question_mention_features(features, mentions, evidence)
@@ -281,12 +281,11 @@ def fit_value_chooser(
     (`choice_examples`)."""
     fitted = fit_on_generated(
         chooser, what="integer and date questions", groups=groups, epochs=epochs, seed=seed,
-        first_seed=CHOOSER_SEED, examples_of=functools.partial(choice_examples, operations=known_operations(chooser)),
+        first_seed=CHOOSER_SEED, examples_of=choice_examples,
         train=functools.partial(train_choosers, weight_decay=weight_decay), accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
         training_examples_of=functools.partial(
-            choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents,
-            operations=known_operations(chooser),
+            choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
         extra_lines=drill_groups(drills, seed=CHOOSER_SEED + seed),
     )
