@@ -173,6 +173,9 @@ def _eval(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: --prior-from: {problem}", file=sys.stderr)
         return EXIT_INVALID
+    if args.answers and (problem := _writable(Path(args.answers))):
+        print(f"error: --answers: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     from .factory import build_engine
 
     try:
@@ -186,12 +189,16 @@ def _eval(args: argparse.Namespace) -> int:
             print(f"error: --gold-evidence-first: {problem}", file=sys.stderr)
             return EXIT_INVALID
     f1 = ("contradiction", "entailment") if args.format == "contractnli" else ()
-    report = {mode: evaluate(engine, groups, mode, args.batch_size, f1, priors) for mode in modes}
+    rows: list[dict] | None = [] if args.answers else None
+    report = {mode: evaluate(engine, groups, mode, args.batch_size, f1, priors, rows) for mode in modes}
     if args.swap_documents:  # the same groups of their own documents, for the drop
         report = {
             mode: with_swap_drop(metrics, evaluate(engine, own_groups, mode, args.batch_size, f1, priors))
             for mode, metrics in report.items()
         }
+    if rows is not None and (problem := _write_answer_rows(Path(args.answers), rows)):
+        print(f"error: --answers: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     if args.json:
         print(msgspec.json.encode(report).decode())
         return 0
@@ -206,6 +213,26 @@ def _eval(args: argparse.Namespace) -> int:
             cells.append(_cell(value).rjust(14))
         print(key.ljust(28) + "".join(cells))
     return 0
+
+
+def _writable(path: Path) -> str | None:
+    """Why a file cannot be written at `path` (checked before the work that fills it), or None."""
+    if path.is_dir():
+        return f"{path} is a folder"
+    if not path.parent.is_dir():
+        return f"{path.parent}: no such folder"
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"{path}: not writable"
+    return None
+
+
+def _write_answer_rows(path: Path, rows: Sequence[dict]) -> str | None:
+    """Write `rows` to `path` as JSON Lines; the problem, or None."""
+    try:
+        path.write_bytes(b"".join(msgspec.json.encode(row) + b"\n" for row in rows))
+    except OSError as error:
+        return f"cannot write {path}: {error.strerror or error}"
+    return None
 
 
 def _prior_answers(args: argparse.Namespace, path: Path) -> tuple[dict | None, str | None]:
@@ -895,6 +922,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="labelled JSON Lines whose most common answer per question id is the yardstick "
                                "(ContractNLI's validation split uses its training documents without this)")
     evaluate.add_argument("--json", action="store_true", help="one JSON object keyed by mode")
+    evaluate.add_argument("--answers", metavar="FILE",
+                          help="also write each question's outcome, one JSON object per line: mode, group, question, "
+                               "type, label, answer, right, confidence, fixed_by, first evidence span (with "
+                               "--swap-documents, those of the swapped documents)")
     evaluate.set_defaults(func=_eval)
 
     generate = sub.add_parser("generate", help="write generated linked compliance groups (samples format, labelled)")

@@ -24,7 +24,7 @@ from .metrics import (
 )
 from .retrieval.coverage import covers
 from .rules import RuleSet
-from .types import AnswerSchema, DecisionResponse
+from .types import Answer, AnswerSchema, DecisionResponse, Question
 from .validation import request_from_object
 from .values import kind, value_problem
 
@@ -137,6 +137,25 @@ def prior_accuracy(groups: Sequence[LabelledGroup], priors: Mapping[str, Any]) -
     }
 
 
+def answer_row(mode: str, group: LabelledGroup, question: Question, answer: Answer | None, right: bool) -> dict[str, Any]:
+    """One question's outcome, as `eval --answers` writes it: its group and id, its kind, the label and
+    the answer (None where the engine failed), whether they agree, the answer's confidence, what fixed
+    it, and the first evidence span it names."""
+    first = answer.evidence[0] if answer is not None and answer.evidence else None
+    return {
+        "mode": mode,
+        "group": group.request_line.get("id"),
+        "question": question.id,
+        "type": kind(question.schema),
+        "label": group.labels.get(question.id),
+        "answer": answer.value if answer is not None else None,
+        "right": bool(right),
+        "confidence": answer.confidence if answer is not None else None,
+        "fixed_by": answer.fixed_by if answer is not None else None,
+        "evidence": {"start": first.start, "end": first.end, "text": first.text} if first is not None else None,
+    }
+
+
 def evaluate(
     engine: DecisionEngine,
     groups: Sequence[LabelledGroup],
@@ -144,9 +163,12 @@ def evaluate(
     batch_size: int = 8,
     f1_labels: Sequence[str] = (),
     priors: Mapping[str, Any] | None = None,
+    answers: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Metrics of one mode over labelled groups; with `priors` (question id -> a fixed answer, such as
-    its most common training label) also that yardstick's accuracy and how often the model agrees with it."""
+    its most common training label) also that yardstick's accuracy and how often the model agrees with it.
+    With `answers`, one row per question asked is appended to it (`answer_row`): what was answered and
+    whether it was right."""
     invalid = violations = steps = passes = 0
     evidence_hit = evidence_total = 0
     first_hit = first_total = 0  # answers with gold evidence, and those whose first evidence span overlaps it
@@ -187,6 +209,8 @@ def evaluate(
                 per_group.append((0, len(ids)))
                 for q in request.questions:
                     by_type.setdefault(kind(q.schema), [0, 0])[1] += 1
+                    if answers is not None:
+                        answers.append(answer_row(mode, g, q, None, False))
                 continue
             steps += response.steps
             passes += response.passes
@@ -201,6 +225,8 @@ def evaluate(
                 agree_prior += sum(same_answer(q.schema, priors.get(q.id), v) for q, v in given)
             chosen.append([])
             for q, answer, ok in zip(request.questions, response.answers, right):
+                if answers is not None:
+                    answers.append(answer_row(mode, g, q, answer, ok))
                 if answer.fixed_by == "model":
                     chosen[-1].append((answer.confidence, ok))
                 golds = g.evidence.get(q.id)

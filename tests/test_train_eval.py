@@ -169,6 +169,35 @@ def test_eval_jsonl_reports_every_mode(smoke_checkpoint, capsys):
             assert low <= metrics[figure] <= high
 
 
+def test_eval_answers_writes_each_questions_outcome_per_mode(smoke_checkpoint, tmp_path, capsys):
+    path = SAMPLES / "lease_termination.jsonl"
+    out = tmp_path / "answers.jsonl"
+    args = ["eval", "--path", str(path), "--model", str(smoke_checkpoint), "--modes", "joint,independent", "--json",
+            "--retrieval", "leading", "--answers", str(out)]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    asked = [(line["id"], q["id"]) for line in lines for q in line["questions"]]
+    for mode in ("joint", "independent"):
+        mine = [row for row in rows if row["mode"] == mode]
+        assert [(row["group"], row["question"]) for row in mine] == asked
+        assert sum(row["right"] for row in mine) == round(report[mode]["per_question_accuracy"] * len(asked))
+        for row, (group, question) in zip(mine, asked):
+            line = next(each for each in lines if each["id"] == group)
+            assert row["label"] == line["labels"][question]
+            assert row["type"] in {"boolean", "enum", "integer", "date"} and 0.0 <= row["confidence"] <= 1.0
+            assert set(row) == {"mode", "group", "question", "type", "label", "answer", "right", "confidence",
+                                "fixed_by", "evidence"}
+
+
+def test_eval_answers_to_a_missing_folder_is_refused_before_any_work(tmp_path, capsys):
+    path = SAMPLES / "lease_termination.jsonl"
+    assert main(["eval", "--path", str(path), "--answers", str(tmp_path / "nowhere" / "a.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--answers" in err and "no such folder" in err and "Traceback" not in err
+
+
 def test_eval_generated_validation_groups(smoke_checkpoint, tmp_path, capsys):
     path = tmp_path / "groups.jsonl"
     path.write_text("".join(json.dumps(g) + "\n" for g in generate_groups("validation", 6, seed=0)))
