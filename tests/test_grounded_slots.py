@@ -576,3 +576,41 @@ def test_a_count_in_months_never_takes_a_value_written_in_years(vocab):
     grounded = grounder(document, request.questions, [space])[0]
     odds = dict(zip(grounded.values, grounded.choice_logits[:-1].tolist()))
     assert odds[18] > float("-inf") and odds[2] == float("-inf")  # "second anniversary" is 2 years
+
+
+def _unsure(margins):
+    """Chooser logits that favour each value of `margins` by its margin over the other candidates: no
+    choice is sure."""
+    def pick(values):
+        logits = torch.zeros(len(values) + 1)
+        for value, margin in margins.items():
+            logits[values.index(value)] = margin
+        logits[-1] = -20.0  # never "write"
+        return logits
+    return pick
+
+
+@pytest.mark.parametrize("flag_odds, amount, flag", [
+    (None, 1450, False),  # nothing weighs against the surest choice: 1450 goes in and the rule forces the flag
+    ({True: 4.0, False: -4.0}, 900, True),  # the readers think the flag true: a value forcing it false gives way
+    ({True: -4.0, False: 4.0}, 1450, False),  # they think it false: the surest value goes in as before
+])
+def test_an_unsure_choice_forced_in_weighs_what_the_rules_would_force_with_it(vocab, flag_odds, amount, flag):
+    fake = FakeModel(vocab, lambda call, rows, ids: torch.zeros(ids.shape[0], ids.shape[1], 30522))
+    request = _request(
+        [{"id": "late", "text": "Was the deposit paid late?", "schema": {"type": "boolean"}},
+         {"id": "amount", "text": "How much was paid?", "schema": {"type": "integer", "minimum": 0, "maximum": 100000}}],
+        [{"if": {"late": [True]}, "then": {"amount": [900]}}],
+    )
+    grounded = FixedGrounder(_unsure({1450: 1.0, 900: 0.5}))
+
+    def grounder(document, questions, spaces, joint=True):  # the flag's odds, as a choice reader adds them
+        out = grounded(document, questions, spaces, joint)
+        if flag_odds is not None:
+            out[0].choice_bias = [flag_odds[v] for v in out[0].values]
+        return out
+
+    layout = lay_out(request, "joint", vocab, LeadingContext(vocab), 512, grounder=grounder)
+    constraints = layout.group.constraints
+    run_denoising(fake, layout.blocks)
+    assert constraints.value(1) == amount and constraints.value(0) is flag

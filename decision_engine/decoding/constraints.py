@@ -55,6 +55,15 @@ class GroupConstraints:
     def slot_done(self, slot: int) -> bool:
         return all(t is not None for t in self.patterns[slot])
 
+    def supported_if(self, slot: int, position: int, token: int) -> list[set[int]]:
+        """Per slot, the classes the rules would still support were `token` committed at `position`
+        of `slot` (nothing is committed)."""
+        pattern = list(self.patterns[slot])
+        pattern[position] = token
+        reachable = list(self._reachable)
+        reachable[slot] = self.spaces[slot].reachable(pattern)
+        return self.rules.supported(reachable)
+
     def commit(self, slot: int, position: int, token: int) -> bool:
         """Fix one position; False (and nothing changes) when the token is no longer allowed."""
         options = self.allowed(slot)[position]

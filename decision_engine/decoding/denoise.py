@@ -10,6 +10,12 @@ rule in steps that need no forward pass, so the model answers the rest of a bloc
 with those values in view; `max_steps` bounds the forward passes. A choice slot may carry
 a bias per choice (the absence gate's), added to the model's logits of the tokens that
 lead to it.
+
+When no open choice is sure, the one forced in is the likeliest once the rules have their say: each
+option is weighed by what committing it would leave the other slots, read through their choice
+biases (`_forced_choice`), so an unsure value whose rules would force a linked answer the readers
+think unlikely ("nothing owed", where that forces "gross misconduct found") gives way to one they
+leave free.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from ..kernels.constrained_confidence import allowed_bits, constrained_confidenc
 from ..kernels.dispatch import use_triton
 from .constraints import GroupConstraints
 from .grounded_space import CHOICE_BASE, is_choice_token
+
+FORCED_OPTIONS = 5  # per open choice position, the likeliest options weighed before one is forced in
+ODDS_WEIGHT = 0.5  # the other slots' choice biases count at half their log-odds in that weighing
 
 
 @dataclass
@@ -178,6 +187,12 @@ def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
     options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
     conf, column = _confidence(logits[open_], options, columns)
     first = {i: (o, float(p), columns.token_ids[int(k)]) for i, o, p, k in zip(open_, options, conf.tolist(), column.tolist())}
+    if float(conf.max()) < block.group.threshold and not any(i in block._reads for i in open_):
+        picked = _forced_choice(block, logits, open_, options, columns)
+        if picked is not None:
+            index, token, confidence = picked
+            _commit(block, index, token, confidence)
+            return 1
     order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
     committed = 0
     for index in order:
@@ -191,6 +206,45 @@ def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
             _commit(block, index, token, confidence)
             committed += 1
     return committed
+
+
+def _class_odds(space) -> list[float] | None:
+    """A slot's probability per class before the model reads it, from its choice bias (the readers'
+    and gates' log-odds, class i being choice i, counted at `ODDS_WEIGHT`); None without one."""
+    bias = getattr(space, "choice_bias", None)
+    if not bias or not any(bias):
+        return None
+    return torch.softmax(torch.tensor(bias, dtype=torch.float32) * ODDS_WEIGHT, dim=0).tolist()
+
+
+def _forced_choice(
+    block: Block, logits: torch.Tensor, open_: Sequence[int], options: Sequence[Sequence[int]], columns: Columns
+) -> tuple[int, int, float] | None:
+    """The choice to force in when no open choice is sure, as (position index, token, confidence):
+    of each open choice position's `FORCED_OPTIONS` likeliest options, the one whose log-probability
+    plus, for each other open slot with odds (`_class_odds`), the log of the share of them the rules
+    would still allow, is highest. None where no open slot has odds (the surest goes in)."""
+    c = block.group.constraints
+    odds = {j: o for j, space in enumerate(c.spaces) if not c.slot_done(j) and (o := _class_odds(space)) is not None}
+    if not odds:
+        return None
+    best: tuple[float, int, int, float] | None = None
+    for index, allowed in zip(open_, options):
+        slot, position = block.positions[index]
+        others = {j: o for j, o in odds.items() if j != slot}
+        at = torch.tensor([columns.index[t] for t in allowed], dtype=torch.long, device=logits.device)
+        probs = torch.softmax(logits[index, at].float(), dim=0).tolist()
+        for k in sorted(range(len(allowed)), key=lambda k: -probs[k])[:FORCED_OPTIONS]:
+            kept = c.supported_if(slot, position, allowed[k])
+            score = math.log(max(probs[k], 1e-30))
+            for j, o in others.items():
+                before = sum(o[x] for x in c.supported[j] if x < len(o))
+                after = sum(o[x] for x in kept[j] if x < len(o))
+                if after < before:
+                    score += math.log(max(after, 1e-9) / before)
+            if best is None or score > best[0]:
+                best = (score, index, allowed[k], probs[k])
+    return None if best is None else best[1:]
 
 
 def finish_block(block: Block) -> None:
