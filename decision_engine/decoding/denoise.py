@@ -186,13 +186,13 @@ def denoise_step(block: Block, logits: torch.Tensor, columns: Columns) -> int:
     c = block.group.constraints
     options = [c.allowed(block.positions[i][0])[block.positions[i][1]] for i in open_]
     conf, column = _confidence(logits[open_], options, columns)
-    first = {i: (o, float(p), columns.token_ids[int(k)]) for i, o, p, k in zip(open_, options, conf.tolist(), column.tolist())}
     if float(conf.max()) < block.group.threshold and not any(i in block._reads for i in open_):
         picked = _forced_choice(block, logits, open_, options, columns)
         if picked is not None:
             index, token, confidence = picked
             _commit(block, index, token, confidence)
             return 1
+    first = {i: (o, float(p), columns.token_ids[int(k)]) for i, o, p, k in zip(open_, options, conf.tolist(), column.tolist())}
     order = [open_[j] for j in torch.argsort(conf, descending=True, stable=True).tolist()]
     committed = 0
     for index in order:
@@ -228,6 +228,7 @@ def _forced_choice(
     odds = {j: o for j, space in enumerate(c.spaces) if not c.slot_done(j) and (o := _class_odds(space)) is not None}
     if not odds:
         return None
+    allowed_now = {j: sum(o[x] for x in c.supported[j] if x < len(o)) for j, o in odds.items()}  # before any commit
     best: tuple[float, int, int, float] | None = None
     for index, allowed in zip(open_, options):
         slot, position = block.positions[index]
@@ -238,10 +239,9 @@ def _forced_choice(
             kept = c.supported_if(slot, position, allowed[k])
             score = math.log(max(probs[k], 1e-30))
             for j, o in others.items():
-                before = sum(o[x] for x in c.supported[j] if x < len(o))
                 after = sum(o[x] for x in kept[j] if x < len(o))
-                if after < before:
-                    score += math.log(max(after, 1e-9) / before)
+                if after < allowed_now[j]:
+                    score += math.log(max(after, 1e-9) / allowed_now[j])
             if best is None or score > best[0]:
                 best = (score, index, allowed[k], probs[k])
     return None if best is None else best[1:]
