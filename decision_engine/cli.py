@@ -553,7 +553,7 @@ def _fit_verdict(args: argparse.Namespace) -> int:
         int8 = _int8_parts(args)
         return add_verdict_reader(
             engine, folder, out, contractnli, args.epochs, args.rank, args.seed, log=log, wide=args.wide, int8_parts=int8,
-            drills=args.drills, paraphrase_drills=args.paraphrase_drills, negated=args.negated_hypotheses,
+            drills=args.drills, paraphrase_drills=args.paraphrase_drills,
         )
 
     return _fit_on_contractnli(args, fit)
@@ -879,11 +879,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="paraphrase drills to learn from as well: generated training documents asked their own clauses and "
         "file notes in another of the generator's phrasings, as they are (entailed), turned or changed "
         "(contradicted), and terms they lack (not mentioned); `datasets/paraphrase_drills.py`",
-    )
-    verdicts.add_argument(
-        "--negated-hypotheses", action="store_true",
-        help="also learn from each training hypothesis said the other way in other words, its entailment and "
-        "contradiction swapped, and restated in the same plain words, its verdict kept (`datasets/negated_hypotheses.py`)",
     )
     _add_int8_argument(verdicts, "comparison_chooser")
     verdicts.set_defaults(func=_fit_verdict)

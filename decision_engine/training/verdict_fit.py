@@ -20,7 +20,6 @@ from torch import nn
 from ..datasets.contractnli import load_contractnli, training_documents
 from ..datasets.hypothesis_drills import SourceDocument, hypothesis_drills
 from ..datasets.linked_groups import generate_groups
-from ..datasets.negated_hypotheses import negated_groups, restated_groups
 from ..datasets.paraphrase_drills import paraphrase_drills as paraphrase_drills_of
 from ..evaluation import LabelledGroup, labelled_groups, load_groups
 from ..reader.absence_gate import is_hypothesis_slot
@@ -166,12 +165,10 @@ def add_verdict_reader(
     int8_parts: Sequence[str] = (),
     drills: int = 0,
     paraphrase_drills: int = 0,
-    negated: bool = False,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a verdict reader fitted on the
-    ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`, `paraphrase_drills`
-    paraphrase drills, `datasets/paraphrase_drills.py`, and with `negated` each training hypothesis
-    said the other way and restated, `datasets/negated_hypotheses.py`) as `engine` (opened on that checkpoint) lays them
+    ContractNLI training documents (and `drills` hypothesis drills, `drill_groups`, and `paraphrase_drills`
+    paraphrase drills, `datasets/paraphrase_drills.py`) as `engine` (opened on that checkpoint) lays them
     out; returns the fit's record, with the reader's accuracy on the held-out documents. A `wide` reader
     updates the attention output and feed-forward projections too; `int8_parts` names parts of the
     checkpoint to store in int8 from now on (room for it under the size cap)."""
@@ -182,25 +179,22 @@ def add_verdict_reader(
     if epochs < 1 or rank < 1:
         raise ValueError("epochs and rank must be at least 1")
     started = time.monotonic()
-    training_groups = load_groups(contractnli, "contractnli", "train", seed=seed)
-    train = verdict_examples(engine.context, training_groups)
-    negations = verdict_examples(engine.context, negated_groups(training_groups) + restated_groups(training_groups)) if negated else []
+    train = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "train", seed=seed))
     held_out = verdict_examples(engine.context, load_groups(contractnli, "contractnli", "validation", seed=seed))
     if not train:
         raise ValueError(f"{contractnli}: no labelled hypotheses in its training documents")
     drilled = verdict_examples(engine.context, drill_groups(contractnli, drills, seed))
     paraphrased = verdict_examples(engine.context, labelled_groups(paraphrase_drills_of(paraphrase_drills, seed)))
-    log(f"verdict reader: {len(train)} training hypotheses, {len(negations)} negated or restated, {len(drilled)} drills and "
-        f"{len(paraphrased)} paraphrase drills, {len(held_out)} held out")
+    log(f"verdict reader: {len(train)} training hypotheses, {len(drilled)} drills and {len(paraphrased)} paraphrase "
+        f"drills, {len(held_out)} held out")
     saved, _ = checkpoint_config(folder)
     model, meta = load_checkpoint(
         folder, cfg=replace(saved, reads_verdicts=True, verdict_rank=rank, verdict_wide=wide), fresh_verdict=True
     )
     store_in_int8(model, meta, folder, int8_parts)
-    losses = train_verdict_reader(model.verdict_reader, train + negations + drilled + paraphrased, epochs, seed, log)
+    losses = train_verdict_reader(model.verdict_reader, train + drilled + paraphrased, epochs, seed, log)
     record = {
-        "hypotheses": len(train), "negated_or_restated": len(negations), "drills": len(drilled),
-        "paraphrase_drills": len(paraphrased),
+        "hypotheses": len(train), "drills": len(drilled), "paraphrase_drills": len(paraphrased),
         "epochs": epochs, "rank": rank, "wide": wide,
         "losses": [round(x, 4) for x in losses],
         "held_out_hypotheses": len(held_out),
