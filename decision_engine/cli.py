@@ -365,10 +365,6 @@ def _chooser_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with `fit-chooser`'s options taken together, or None."""
     if args.drills < 0:
         return "--drills must be 0 or more"
-    if not 0.0 <= args.join_documents <= 1.0:
-        return "--join-documents must be between 0 and 1"
-    if args.join_documents and args.new_operations:
-        return "--join-documents fits new value choosers: leave out --new-operations"
     if args.generic and args.new_operations:
         return "--generic fits new choosers: leave out --new-operations"
     if args.mentions_in_spans and (args.generic or args.new_operations):
@@ -389,7 +385,6 @@ def _fit_chooser(args: argparse.Namespace) -> int:
     return _fit_reworded(
         args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
         generic_below=args.generic_below if args.generic else None, mentions_in_spans=args.mentions_in_spans,
-        join_documents=args.join_documents,
     )
 
 
@@ -751,11 +746,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="read each value mention in the token states of the span the span pointer embeds, not in a window of "
         "its own, so a new document costs the sentence encoder its spans only (needs a span pointer; fit the "
         "comparison chooser again afterwards, as it reads the same mentions)",
-    )
-    chooser.add_argument(
-        "--join-documents", type=float, default=0.0, metavar="SHARE",
-        help="join this share of the training documents with one to three others about other matters, so each "
-        "asked value stands among many more (`datasets/joined_documents.py`); default 0",
     )
     _add_int8_argument(chooser, "value_chooser")
     chooser.set_defaults(func=_fit_chooser)

@@ -21,7 +21,6 @@ import msgspec
 import torch
 from torch import nn
 
-from ..datasets.joined_documents import joined_documents
 from ..datasets.value_drills import drill_groups
 from ..grounding.candidates import OPERATIONS
 from ..grounding.mention import Mention
@@ -272,11 +271,9 @@ def fit_value_chooser(
     reword_documents: bool = False,
     weight_decay: float = 1e-2,
     drills: int = 0,
-    join_documents: float = 0.0,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups (and of
-    `drills` value drills, `datasets/value_drills.py`; a `join_documents` share of the documents
-    filed with others about other matters, `datasets/joined_documents.py`), then
+    `drills` value drills, `datasets/value_drills.py`), then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
     None for a model without a span pointer. `question_variants`: more copies of each training
@@ -287,15 +284,12 @@ def fit_value_chooser(
         first_seed=CHOOSER_SEED, examples_of=choice_examples,
         train=functools.partial(train_choosers, weight_decay=weight_decay), accuracy=choice_accuracy,
         log=log, held_out=held_out, pointer=pointer,
-        training_examples_of=lambda lines, embedder, pointer: choice_examples(
-            joined_documents(lines, join_documents, seed) if join_documents else lines, embedder, pointer,
-            variants=question_variants, seed=seed, reword_documents=reword_documents,
+        training_examples_of=functools.partial(
+            choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
         extra_lines=drill_groups(drills, seed=CHOOSER_SEED + seed),
     )
     fitted = with_rewording(fitted, question_variants, reword_documents)
-    if join_documents:
-        fitted = {**fitted, "join_documents": join_documents}
     return {**fitted, "drills": drills} if drills else fitted
 
 
@@ -321,7 +315,6 @@ def add_value_chooser(
     drills: int = 0,
     generic_below: float | None = None,
     mentions_in_spans: bool = False,
-    join_documents: float = 0.0,
 ) -> dict:
     """A copy of the checkpoint in `folder`, written to `out`, with a value chooser fitted beside its
     unchanged reader (`int8_parts` stored in int8 from now on); returns the fit's summary (with
@@ -369,7 +362,7 @@ def add_value_chooser(
     read_cue(chooser, cue)
     fitted = fit_value_chooser(
         chooser, groups, epochs, seed, log, held_out, model_pointer(model), question_variants, reword_documents,
-        drills=drills, join_documents=join_documents,
+        drills=drills,
     )
     fitted["cue"] = cue
     if generic_below is not None:
