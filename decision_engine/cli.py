@@ -365,6 +365,8 @@ def _chooser_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with `fit-chooser`'s options taken together, or None."""
     if args.drills < 0:
         return "--drills must be 0 or more"
+    if args.as_written < 0:
+        return "--as-written must be 0 or more"
     if args.generic and args.new_operations:
         return "--generic fits new choosers: leave out --new-operations"
     if args.mentions_in_spans and (args.generic or args.new_operations):
@@ -384,7 +386,7 @@ def _fit_chooser(args: argparse.Namespace) -> int:
 
     return _fit_reworded(
         args, add_value_chooser, cue=args.cue, int8_parts=_int8_parts(args), drills=args.drills,
-        generic_below=args.generic_below if args.generic else None, mentions_in_spans=args.mentions_in_spans,
+        as_written=args.as_written, generic_below=args.generic_below if args.generic else None, mentions_in_spans=args.mentions_in_spans,
     )
 
 
@@ -731,6 +733,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--drills", type=int, default=0,
         help="value drills to learn from beside the generated groups: files of dated acts, deadlines, charges and "
         "counts about random parties, asked in general words (`datasets/value_drills.py`); default 0",
+    )
+    chooser.add_argument(
+        "--as-written", type=int, default=0,
+        help="of the generated training groups, how many (from the first) are also asked for dates, amounts and "
+        "counts their documents write as they are (`datasets/as_written.py`); default 0",
     )
     chooser.add_argument(
         "--generic", action="store_true",

@@ -21,6 +21,7 @@ import msgspec
 import torch
 from torch import nn
 
+from ..datasets.as_written import as_written_groups
 from ..datasets.value_drills import drill_groups
 from ..grounding.candidates import OPERATIONS
 from ..grounding.mention import Mention
@@ -271,9 +272,11 @@ def fit_value_chooser(
     reword_documents: bool = False,
     weight_decay: float = 1e-2,
     drills: int = 0,
+    as_written: int = 0,
 ) -> dict:
     """Train `chooser` on the integer and date questions of `groups` generated training groups (and of
-    `drills` value drills, `datasets/value_drills.py`), then
+    `drills` value drills, `datasets/value_drills.py`, and of the first `as_written` of those groups asked
+    values as their documents write them, `datasets/as_written.py`), then
     freeze it; returns what the fit measured, with its accuracy on the `held_out` labelled request
     lines where there are any. `pointer` is the model's pointed context (`retrieval/pointed.py`), or
     None for a model without a span pointer. `question_variants`: more copies of each training
@@ -287,9 +290,11 @@ def fit_value_chooser(
         training_examples_of=functools.partial(
             choice_examples, variants=question_variants, seed=seed, reword_documents=reword_documents
         ),
-        extra_lines=drill_groups(drills, seed=CHOOSER_SEED + seed),
+        extra_lines=drill_groups(drills, seed=CHOOSER_SEED + seed) + as_written_groups(as_written, CHOOSER_SEED + seed),
     )
     fitted = with_rewording(fitted, question_variants, reword_documents)
+    if as_written:
+        fitted["as_written"] = as_written
     return {**fitted, "drills": drills} if drills else fitted
 
 
@@ -313,6 +318,7 @@ def add_value_chooser(
     reword_documents: bool = False,
     int8_parts: Sequence[str] = (),
     drills: int = 0,
+    as_written: int = 0,
     generic_below: float | None = None,
     mentions_in_spans: bool = False,
 ) -> dict:
@@ -362,7 +368,7 @@ def add_value_chooser(
     read_cue(chooser, cue)
     fitted = fit_value_chooser(
         chooser, groups, epochs, seed, log, held_out, model_pointer(model), question_variants, reword_documents,
-        drills=drills,
+        drills=drills, as_written=as_written,
     )
     fitted["cue"] = cue
     if generic_below is not None:

@@ -83,9 +83,19 @@ class Case:
     slots: dict[str, str] = field(default_factory=dict)  # names filled into question texts
     # boolean question id -> (left, right): its answer is whether left <= right, two values of one kind
     compared: dict[str, tuple[Value, Value]] = field(default_factory=dict)
+    # training-only questions answered by a value as the document writes it: id -> (schema, value, phrasings)
+    as_written: dict[str, tuple[dict[str, Any], Value, tuple[str, ...]]] = field(default_factory=dict)
 
     def rule(self, if_: dict[str, list[Value]], then: dict[str, list[Value]]) -> None:
         self.rules.append({"if": if_, "then": then})
+
+    def ask_as_written(self, question: str, value: int | dt.date, *texts: str) -> None:
+        """Record a question (in `texts` phrasings) whose answer is `value` copied from the document: a
+        date, or an amount or count as an integer. Not one of the domain's questions; see
+        `datasets/as_written.py`."""
+        schema = DATE if isinstance(value, dt.date) else integer(0, max(1_000_000, value))
+        answer = value.isoformat() if isinstance(value, dt.date) else value
+        self.as_written[question] = (schema, answer, texts)
 
     def compare(self, question: str, left: int | dt.date, right: int | dt.date) -> None:
         """Record that the boolean `question` is answered by whether `left` <= `right` (dates or numbers):

@@ -220,6 +220,23 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"individuals_notified_in_time": ["no"]}, {"rating": ["non-compliant"]})
     case.rule({"rating": ["compliant"]}, {"authority_notified_in_time": [True]})
     case.rule({"individuals_notified_in_time": ["yes", "no"]}, {"high_risk": [True], "encryption_exception": [False]})
+    case.ask_as_written("incident_date", incident,
+                        "On what date did the exposure of the backup begin?", "When did the incident happen?",
+                        "On what date was the backup made publicly readable?")
+    case.ask_as_written("detection_date", detected,
+                        f"On what date did {processor} notice the exposure?", "When was the exposure detected?")
+    case.ask_as_written("authority_notified_date", reported,
+                        "On what date was the supervisory authority notified?",
+                        "When was the breach reported to the regulator?")
+    if told is not None:
+        case.ask_as_written("individuals_told_date", told,
+                            "On what date were the affected individuals informed?",
+                            "When did the affected people hear about the breach?")
+    case.ask_as_written("customers_affected", customers,
+                        "How many customer records did the exposed backup hold?",
+                        "How many customers were affected by the exposure?")
+    case.ask_as_written("staff_affected", staff,
+                        "How many staff records were exposed?", "How many employees' data were in the backup?")
     return case
 
 

@@ -196,6 +196,16 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"gross_misconduct": [False], "notice_during_probation": [False]}, {"required_notice_days": [normal]})
     case.rule({"notice_sufficient": [True]}, {"pay_in_lieu_days": [0]})
     case.rule({"pay_in_lieu_days": [0]}, {"notice_sufficient": [True]})
+    case.ask_as_written("employment_start", start,
+                        f"On what date did {employee}'s employment begin?", "When did the employee start work?",
+                        "What is the employee's start date?")
+    case.ask_as_written("dismissal_notice_date", notice_date,
+                        f"On what date was {employee} given notice of dismissal?",
+                        "When did the employer hand over the written notice of dismissal?",
+                        "What date was the dismissal letter given?")
+    case.ask_as_written("last_working_day", last_day,
+                        f"What date was set as {employee}'s last day of employment?",
+                        "On what date does the employment end, according to the dismissal notice?")
     return case
 
 

@@ -192,6 +192,19 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"payable_amount": [0]}, {"claim_outcome": ["decline"]})
     case.rule({"claim_outcome": ["accept"]}, {"incident_in_period": [True], "reported_in_time": [True],
                                               "peril_covered": [True]})
+    case.ask_as_written("loss_date", incident,
+                        "On what date did the loss happen?", "When was the property damaged?",
+                        f"On what date did {insured}'s home suffer the damage?")
+    case.ask_as_written("loss_reported_date", reported,
+                        f"On what date did {insured} report the loss?", "When was the claim notified to the insurer?")
+    case.ask_as_written("cover_start_date", start,
+                        "On what date does the period of insurance begin?", "When does cover start?")
+    case.ask_as_written("cover_end_date", end,
+                        "What is the last day of the period of insurance?", "On what date does cover end?")
+    case.ask_as_written("amount_claimed", claimed,
+                        f"How much did {insured} claim?", "What amount was claimed from the insurer?")
+    case.ask_as_written("policy_excess", excess,
+                        "What excess applies to each accepted claim?", "How much is the policy excess?")
     return case
 
 

@@ -207,6 +207,17 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"id_check_current": [False]}, {"onboarding_decision": ["hold"]})
     case.rule({"edd_required": [True]}, {"onboarding_decision": ["escalate", "hold"]})
     case.rule({"onboarding_decision": ["approve"]}, {"edd_required": [False], "id_check_current": [True]})
+    case.ask_as_written("register_date", register,
+                        "On what date was the share register received?", "What date does the share register bear?")
+    case.ask_as_written("identity_verified_date", verified,
+                        "On what date were the owners' identity documents verified?",
+                        "When did the bank check the owners' identity papers?")
+    case.ask_as_written("onboarding_date", onboarding,
+                        f"What is the onboarding date of {customer}'s account?",
+                        "On what date is the account to be opened?")
+    case.ask_as_written("widely_held_share", rest,
+                        "What percentage of the shares is held by small holders?",
+                        "How much of the company, in percent, is spread among small shareholders?")
     return case
 
 

@@ -297,6 +297,19 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"deduction_total": [0]}, {"deposit_returned": ["full"]})
     case.rule({"deposit_returned": ["full"]}, {"deduction_total": [0], "notice_in_time": [True]})
     case.rule({"deposit_returned": ["none"]}, {"deduction_total": [deposit]})
+    case.ask_as_written("notice_sent_date", sent,
+                        f"On what date did {tenant} send the notice to end the tenancy?",
+                        "When was the tenant's notice sent?", "What date does the tenant's notice to quit bear?")
+    case.ask_as_written("move_out_date", vacate,
+                        f"On what date did {tenant} move out?", "When did the tenant vacate and hand back the keys?",
+                        "What was the actual move-out date?", "On which day did the tenant leave the premises?")
+    case.ask_as_written("statement_sent_date", statement,
+                        f"On what date did {landlord} send the deposit statement?",
+                        "When was the deposit statement actually sent?", "What date was the deposit statement issued?")
+    case.ask_as_written("deposit_paid", deposit,
+                        "How much did the tenant pay as a security deposit?", "What was the amount of the deposit?",
+                        f"What deposit did {tenant} lodge?")
+    case.ask_as_written("monthly_rent", rent, "What is the monthly rent?", "How much rent is due each month?")
     return case
 
 

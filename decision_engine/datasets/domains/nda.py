@@ -245,6 +245,20 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"returned_in_time": [False]}, {"breach_occurred": ["yes"]})
     case.rule({"breach_occurred": ["no"]}, {"disclosure_permitted": [True], "returned_in_time": [True]})
     case.rule({"consent_obtained": ["yes"]}, {"disclosure_permitted": [True]})
+    case.ask_as_written("discloser_signed_date", first_sign,
+                        f"On what date did {discloser} sign the agreement?", f"When did {discloser} sign?")
+    case.ask_as_written("recipient_signed_date", second_sign,
+                        f"On what date did {recipient} sign the agreement?", f"When did {recipient} add its signature?")
+    case.ask_as_written("shared_date", shared,
+                        f"On what date did {recipient} pass the information on?",
+                        "When was the confidential information disclosed to others?")
+    case.ask_as_written("return_request_date", request,
+                        f"On what date did {discloser} ask in writing for its materials back?",
+                        "When was the written request for return of the materials made?",
+                        "What is the date of the request to return the information?")
+    case.ask_as_written("materials_returned_date", returned,
+                        f"On what date did {recipient} return or destroy the materials?",
+                        "When were the materials actually returned or destroyed?")
     return case
 
 

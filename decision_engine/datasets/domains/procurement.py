@@ -211,6 +211,16 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"procedure_followed": [False]}, {"audit_finding": ["unsatisfactory"]})
     case.rule({"paid_on_time": [False]}, {"audit_finding": ["unsatisfactory"]})
     case.rule({"audit_finding": ["satisfactory"]}, {"procedure_followed": [True], "paid_on_time": [True]})
+    case.ask_as_written("award_date", awarded,
+                        f"On what date was the contract awarded to {supplier}?", "When was the contract awarded?")
+    case.ask_as_written("invoice_issue_date", issued,
+                        f"What date does {supplier}'s invoice bear?", "On what date was the invoice issued?")
+    case.ask_as_written("invoice_received_date", received,
+                        "On what date did the buyer receive the invoice?", "When did the invoice reach the buyer?")
+    case.ask_as_written("payment_date", paid,
+                        "On what date was the invoice paid?", "When did the buyer pay the invoice?")
+    case.ask_as_written("quotes_received", quotes,
+                        "How many bids or quotes were received?", "How many quotes or tenders did the buyer obtain?")
     return case
 
 

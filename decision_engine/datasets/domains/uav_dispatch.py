@@ -199,6 +199,17 @@ def build(rng: random.Random, w: Wording) -> Case:
     case.rule({"pilot_certificate_valid": [False]}, {"dispatch_decision": ["no-go"]})
     case.rule({"dispatch_decision": ["go"]}, {"wind_within_limit": [True], "inspection_current": [True],
                                             "pilot_certificate_valid": [True]})
+    case.ask_as_written("mission_request_date", request,
+                        f"On what date was mission {mission} requested?", "When was the mission asked for?")
+    case.ask_as_written("last_inspection_date", inspected,
+                        f"On what date was {drone} last inspected?", "When did the aircraft pass its last inspection?")
+    case.ask_as_written("certificate_expiry_date", expiry,
+                        f"On what date does {pilot}'s certificate expire?",
+                        "When does the pilot's certificate stop being valid?")
+    case.ask_as_written("flight_date", flight,
+                        "On what date is the flight planned?", "What is the date of the flight?")
+    case.ask_as_written("forecast_wind", wind,
+                        "What wind speed, in km/h, is forecast for the flight?", "How strong is the forecast wind?")
     return case
 
 
