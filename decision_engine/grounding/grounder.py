@@ -16,6 +16,7 @@ import torch
 from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
+from ..reader.question_cues import with_cues
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
 from .asked_money import asks_for_money, cannot_be_money
@@ -83,9 +84,10 @@ class Grounder:
             everything = self.pointer.question_evidence(document, [q.text for q in questions])
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
+        cued = with_cues(vectors, texts)  # what a value chooser reads of a question; a comparison, the vector alone
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         pending: list[tuple[int, tuple, list]] = []  # (slot, chooser inputs, candidates)
-        for i, vector, evidence in zip(asked, vectors, looked):
+        for i, vector, read_with_cues, evidence in zip(asked, vectors, cued, looked):
             seen = question_mention_features(features, mentions, evidence)
             if self._compares(questions[i]):
                 compared.append((i, vector, seen))
@@ -93,7 +95,7 @@ class Grounder:
             candidates, table = self._candidates(read, questions[i].schema)
             if table is None:
                 continue
-            inputs = (vector[None], seen[None], table.operations[None], table.operands[None], table.features[None],
+            inputs = (read_with_cues[None], seen[None], table.operations[None], table.operands[None], table.features[None],
                       torch.ones((1, len(candidates)), dtype=torch.bool))
             pending.append((i, inputs, candidates))
         alone = self._choose([inputs for _, inputs, _ in pending])

@@ -356,9 +356,9 @@ def _fit_part_state(state: dict[str, torch.Tensor], part: str, build, fresh: boo
         layout = {f"{part}.{k}": v.shape for k, v in build().state_dict().items()}
     saved = {k: v.shape for k, v in state.items() if k.startswith(f"{part}.")}
     if saved and not fresh:
-        for key in [k for k in layout if k.endswith((".around_cue", ".sibling")) and k not in saved]:
+        for key in [k for k in layout if k.endswith((".around_cue", ".sibling", ".cue_weights")) and k not in saved]:
             # a chooser fitted before the cue around a mention existed reads the cue before; one fitted
-            # before the weights of what other questions answer existed gives them none
+            # before the weights of what other questions answer (or of question cues) existed gives them none
             state[key] = torch.zeros(layout[key], device=state["embed.position.weight"].device)
             saved[key] = layout[key]
     if saved and not fresh and saved != layout:

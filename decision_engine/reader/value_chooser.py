@@ -27,6 +27,7 @@ from torch import nn
 
 from ..grounding.candidates import OPERATIONS, Candidate, in_one_list
 from ..grounding.mention import DURATION_UNITS, Mention
+from .question_cues import QUESTION_CUES
 
 DIM = 384  # the base sentence encoder's width
 MENTION_DIM = 3 * DIM  # see retrieval.embedder.MENTION_DIM: own tokens, the cue before, the cue around
@@ -194,11 +195,13 @@ class ValueChooser(nn.Module):
         self.write = nn.Linear(dim, 1)
         # per operation, the weight of SIBLING_FEATURES: zero until fitted, so a chooser scores as it did
         self.sibling = nn.Parameter(torch.zeros(operations, SIBLING_FEATURES))
+        # per operation, the weight of each question cue (`question_cues`): zero until fitted, likewise
+        self.cue_weights = nn.Parameter(torch.zeros(operations, QUESTION_CUES))
         self.drop = nn.Dropout(dropout)
 
     def forward(
         self,
-        questions: torch.Tensor,  # (B, D) unit question vectors
+        questions: torch.Tensor,  # (B, D) unit question vectors, or (B, D + QUESTION_CUES) with their cues (`with_cues`)
         mentions: torch.Tensor,  # (B, M, MENTION_FEATURES) each row's mentions, zero padded
         operations: torch.Tensor,  # (B, K) operation index per candidate
         operands: torch.Tensor,  # (B, K, MAX_OPERANDS) mention index, -1 where absent
@@ -210,7 +213,8 @@ class ValueChooser(nn.Module):
         mentions = cue_view(mentions, bool(self.around_cue > 0.5))
         b, m = mentions.shape[:2]
         k, d, ops = operations.shape[1], self.dim, self.operations
-        questions = self.drop(questions)  # every part reads the question through dropout, the operand forms twice
+        cues = questions[:, d:]
+        questions = self.drop(questions[:, :d])  # every part reads the question through dropout, the operand forms twice
         cosines = torch.stack([
             (mentions[..., :d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the mention's own tokens
             (mentions[..., d : 2 * d] @ questions[:, :, None]).squeeze(-1),  # (B, M) question and the words before it
@@ -228,7 +232,10 @@ class ValueChooser(nn.Module):
         later_mean = (later * later_present).sum(-1) / later_present.sum(-1).clamp(min=1)
         code = self.question_code(questions)[:, None].expand(b, k, QUESTION_CODE)
         layout = self.layout(torch.cat([features, code, nn.functional.one_hot(operations, ops).float()], dim=-1)).squeeze(-1)
-        scores = first + later_mean + torch.gather(self.operation(questions), 1, operations) + layout  # (B, K)
+        by_operation = self.operation(questions)
+        if cues.shape[1]:
+            by_operation = by_operation + cues @ self.cue_weights.T
+        scores = first + later_mean + torch.gather(by_operation, 1, operations) + layout  # (B, K)
         if siblings is not None:
             scores = scores + (siblings * self.sibling[operations]).sum(-1)
         scores = scores.masked_fill(~valid, float("-inf"))
@@ -247,6 +254,7 @@ def operation_slices(start: int, stop: int, rank: int = RANK) -> dict[str, tuple
         "operation.bias": (0, slice(start, stop)),
         "layout.0.weight": (1, slice(fixed + start, fixed + stop)),
         "sibling": (0, slice(start, stop)),
+        "cue_weights": (0, slice(start, stop)),
     }
 
 
@@ -258,6 +266,8 @@ def with_operations(state: dict[str, torch.Tensor], operations: int, rank: int =
     out = dict(state)
     added = operation_slices(0, max(operations - had, 0), rank)
     for name, (dim, kept) in operation_slices(0, min(had, operations), rank).items():
+        if name not in state:  # a part fitted before it existed: the loader gives it zeros of the right shape
+            continue
         tensor = state[name]
         head = tensor.narrow(dim, 0, kept.stop)  # in `layout`, the columns before the forms come with them
         shape = list(tensor.shape)

@@ -28,6 +28,7 @@ from ..grounding.mention import Mention
 from ..grounding.mentions import find_mentions
 from ..grounding.slot_candidates import is_grounded, slot_candidates
 from ..reader.chooser_ensemble import ChooserEnsemble, chooser_count, read_cue
+from ..reader.question_cues import question_cues, with_cues
 from ..reader.value_chooser import (
     CANDIDATE_FEATURES, MAX_OPERANDS, CandidateTable, ValueChooser, choice_loss, mention_features,
     question_mention_features,
@@ -148,8 +149,9 @@ def choice_examples(
         mentions = find_mentions(text)
         features = mention_features(embedder, text, mentions)
         texts = [t for t, _, _ in asked]
-        vectors = embedder.embed_questions(texts)
-        reworded = reworded_vectors(embedder, texts, variants, rng)
+        vectors = with_cues(embedder.embed_questions(texts), texts)
+        cues = question_cues(texts)
+        reworded = [[torch.cat([v, cue]) for v in copies] for copies, cue in zip(reworded_vectors(embedder, texts, variants, rng), cues)]
         copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
