@@ -741,7 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chooser.add_argument(
         "--generic", action="store_true",
-        help="keep the checkpoint's value choosers and fit generic ones beside them (best with --drills), which "
+        help="keep the checkpoint's value choosers and fit generic ones beside them (with --as-written or --drills), which "
         "answer a slot where the value choosers' top probability is under --generic-below",
     )
     chooser.add_argument(

@@ -74,12 +74,15 @@ def test_cue_weights_grow_with_new_operations_and_are_zero_where_a_state_lacks_t
     assert "cue_weights" not in with_operations(old, 10)
 
 
-def test_the_bundled_choosers_load_with_zero_cue_weights():
+def test_the_bundled_choosers_fitted_before_cues_load_with_zero_cue_weights_and_the_generic_ones_weigh_them():
     from pathlib import Path
 
     import decision_engine
     from decision_engine.model.loader import load_checkpoint
 
     model, _ = load_checkpoint(Path(decision_engine.__file__).parent / "weights")
-    weights = [p for name, p in model.named_parameters() if name.endswith("cue_weights")]
-    assert weights and all(not w.any() for w in weights)
+    weights = {name: p for name, p in model.named_parameters() if name.endswith("cue_weights")}
+    before = [p for name, p in weights.items() if name.startswith(("value_chooser.", "comparison_chooser."))]
+    generic = [p for name, p in weights.items() if name.startswith("generic_chooser.")]
+    assert before and all(not w.any() for w in before)
+    assert generic and all(w.any() for w in generic)

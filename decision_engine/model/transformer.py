@@ -46,7 +46,8 @@ class BlockDiffusionConfig:
     # with chooses_values: its choosers (and the comparison chooser's sides) read each value mention in the
     # token states of the span the pointer embeds, not in a window of its own (retrieval/embedder.py)
     mentions_in_spans: bool = False
-    # with chooses_values: value choosers fitted with value drills (datasets/value_drills.py) that answer a
+    # with chooses_values: value choosers fitted with more kinds of questions (values asked as written,
+    # datasets/as_written.py, or value drills, datasets/value_drills.py) that answer a
     # grounded slot in their stead where the value choosers are unsure (reader/fallback_chooser.py); 0: none
     generic_choosers: int = 0
     generic_below: float = 0.2  # with generic_choosers: the value choosers' top probability under which they answer

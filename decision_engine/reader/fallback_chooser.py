@@ -3,7 +3,8 @@
 
 The value choosers learn the generator's documents well and documents unlike them badly: on those their
 odds spread thin. The generic choosers (`fit-chooser --generic`, `training/value_choice.py`), fitted on
-value drills too, read any document a little better and the generator's a little worse; handing them
+questions the generator does not ask (values asked as written, `datasets/as_written.py`, or value
+drills), read other documents a little better and the generator's a little worse; handing them
 only the slots the value choosers cannot settle keeps the best of both. Its output is log-probabilities, read as logits like a
 single chooser's (`decoding/grounded_space.py`).
 """
