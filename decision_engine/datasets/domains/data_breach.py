@@ -232,11 +232,6 @@ def build(rng: random.Random, w: Wording) -> Case:
         case.ask_as_written("individuals_told_date", told,
                             "On what date were the affected individuals informed?",
                             "When did the affected people hear about the breach?")
-    case.ask_as_written("customers_affected", customers,
-                        "How many customer records did the exposed backup hold?",
-                        "How many customers were affected by the exposure?")
-    case.ask_as_written("staff_affected", staff,
-                        "How many staff records were exposed?", "How many employees' data were in the backup?")
     return case
 
 

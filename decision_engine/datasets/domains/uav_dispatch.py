@@ -208,8 +208,6 @@ def build(rng: random.Random, w: Wording) -> Case:
                         "When does the pilot's certificate stop being valid?")
     case.ask_as_written("flight_date", flight,
                         "On what date is the flight planned?", "What is the date of the flight?")
-    case.ask_as_written("forecast_wind", wind,
-                        "What wind speed, in km/h, is forecast for the flight?", "How strong is the forecast wind?")
     return case
 
 
