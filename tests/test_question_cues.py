@@ -34,7 +34,7 @@ def test_each_cue_reads_its_words(text, on):
 def test_cues_follow_the_sentence_vector():
     vectors = torch.randn(2, DIM)
     texts = ["By what date?", "How much in total?"]
-    read = with_cues(vectors, texts)
+    read = with_cues(vectors, question_cues(texts))
     assert read.shape == (2, DIM + QUESTION_CUES)
     assert torch.equal(read[:, :DIM], vectors) and torch.equal(read[:, DIM:], question_cues(texts))
     assert question_cues([]).shape == (0, QUESTION_CUES)
@@ -55,11 +55,11 @@ def test_a_chooser_scores_as_before_until_its_cue_weights_are_fitted():
     chooser = ValueChooser().eval()
     vectors = torch.nn.functional.normalize(torch.randn(2, DIM), dim=-1)
     plain = chooser(*_inputs(vectors))
-    cued = chooser(*_inputs(with_cues(vectors, ["By what date?", "When did it happen?"])))
+    cued = chooser(*_inputs(with_cues(vectors, question_cues(["By what date?", "When did it happen?"]))))
     assert torch.allclose(plain, cued)
     with torch.no_grad():
         chooser.cue_weights[1, NAMES.index("deadline")] = 3.0  # operation 1 wants deadlines
-    moved = chooser(*_inputs(with_cues(vectors, ["By what date?", "When did it happen?"])))
+    moved = chooser(*_inputs(with_cues(vectors, question_cues(["By what date?", "When did it happen?"]))))
     assert torch.allclose(moved[0, [1, 3]], plain[0, [1, 3]] + 3.0)  # the deadline question's operation-1 candidates
     assert torch.allclose(moved[0, [0, 2]], plain[0, [0, 2]])
     assert torch.allclose(moved[1], plain[1])  # no deadline words: nothing moves

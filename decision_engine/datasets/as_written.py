@@ -16,18 +16,18 @@ import random
 import re
 from typing import Any
 
-from .domains.common import MONTHS
+from .domains.common import Wording
 from .linked_groups import reworded_cases
 
 MAX_ASKED = 3
+LONG_DATES = Wording(0, long_dates=True, currency="")  # how the generator writes "4 March 2024"
 
 
 def written_in(text: str, value: Any) -> bool:
     """Whether `text` writes `value` (an ISO date in either of the generator's date styles, or an integer
     with or without thousands separators) as a whole mention."""
     if isinstance(value, str):
-        day = dt.date.fromisoformat(value)
-        forms = (value, f"{day.day} {MONTHS[day.month - 1]} {day.year}")
+        forms = (value, LONG_DATES.date(dt.date.fromisoformat(value)))
     else:
         forms = (f"{value:,}", str(value))
     return any(re.search(rf"(?<![\d,.]){re.escape(form)}(?!\d|[,.]\d)", text) for form in forms)

@@ -16,7 +16,7 @@ import torch
 from ..decoding.grounded_space import GroundedSpace
 from ..decoding.slot_space import SlotSpace
 from ..reader.comparison_chooser import ComparisonChooser, ComparisonTable, comparison_candidates
-from ..reader.question_cues import with_cues
+from ..reader.question_cues import question_cues, with_cues
 from ..reader.value_chooser import CandidateTable, ValueChooser, mention_features, question_mention_features
 from ..types import Evidence, Question
 from .asked_money import asks_for_money, cannot_be_money
@@ -84,7 +84,7 @@ class Grounder:
             everything = self.pointer.question_evidence(document, [q.text for q in questions])
             looked = [everything[i] for i in asked]
         vectors = self.embedder.embed_questions(texts)
-        cued = with_cues(vectors, texts)  # what a value chooser reads of a question; a comparison, the vector alone
+        cued = with_cues(vectors, question_cues(texts))  # what a value chooser reads of a question; a comparison, the vector alone
         compared: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         pending: list[tuple[int, tuple, list]] = []  # (slot, chooser inputs, candidates)
         for i, vector, read_with_cues, evidence in zip(asked, vectors, cued, looked):

@@ -35,7 +35,7 @@ def question_cues(texts: Sequence[str]) -> torch.Tensor:
     )
 
 
-def with_cues(vectors: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
-    """(Q, D + QUESTION_CUES) each question's sentence vector followed by its cue flags: what a value
-    chooser reads of a question (`ValueChooser.forward`)."""
-    return torch.cat([vectors, question_cues(texts).to(vectors.dtype)], dim=-1)
+def with_cues(vectors: torch.Tensor, cues: torch.Tensor) -> torch.Tensor:
+    """Each question's sentence vector (D,) or (Q, D) followed by its cue flags (`question_cues`): what a
+    value chooser reads of a question (`ValueChooser.forward`)."""
+    return torch.cat([vectors, cues.to(vectors.dtype)], dim=-1)

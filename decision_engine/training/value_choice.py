@@ -149,9 +149,9 @@ def choice_examples(
         mentions = find_mentions(text)
         features = mention_features(embedder, text, mentions)
         texts = [t for t, _, _ in asked]
-        vectors = with_cues(embedder.embed_questions(texts), texts)
         cues = question_cues(texts)
-        reworded = [[torch.cat([v, cue]) for v in copies] for copies, cue in zip(reworded_vectors(embedder, texts, variants, rng), cues)]
+        vectors = with_cues(embedder.embed_questions(texts), cues)
+        reworded = [[with_cues(v, cue) for v in copies] for copies, cue in zip(reworded_vectors(embedder, texts, variants, rng), cues)]
         copies = [reworded_mention_features(embedder, text, mentions, features, rng) for _ in range(variants)] if reword_documents else []
         looked = pointer.question_evidence(text, texts) if pointer is not None else [None] * len(asked)
         for i, (vector, evidence, (_, schema, gold)) in enumerate(zip(vectors, looked, asked)):
